@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kusionpr/kusionpr/model"
+)
+
+// ReleaseStore keeps releases; backend.Store is the implementation.
+type ReleaseStore interface {
+	// Latest returns the newest release of a project's workspace, nil if none.
+	Latest(ctx context.Context, project, workspace string) (*model.Release, error)
+	// Begin takes the next revision slot for r (create-only, so one runner
+	// wins) and returns the release before it, nil if none.
+	Begin(ctx context.Context, r *model.Release) (*model.Release, error)
+	// Update rewrites a release this runner holds.
+	Update(ctx context.Context, r *model.Release) error
+}
+
+// Engine runs operations on stacks. Its zero value is not usable: set
+// Runtimes and Store.
+type Engine struct {
+	Runtimes map[model.ResourceType]Runtime
+	Store    ReleaseStore
+	// Parallelism bounds how many resources are worked on at once (default 10).
+	Parallelism int
+	Logger      *slog.Logger
+	// Now is the clock for release times (default time.Now).
+	Now func() time.Time
+}
+
+// Stack identifies what an operation works on and what it wants.
+type Stack struct {
+	Project   string
+	Workspace string
+	Stack     string
+	// Spec is the desired state; nil for destroy.
+	Spec *model.Spec
+	// Origin is recorded in the release (who, where, which command).
+	Origin *model.Origin
+}
+
+func (e *Engine) logger() *slog.Logger {
+	if e.Logger != nil {
+		return e.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (e *Engine) parallelism() int {
+	if e.Parallelism > 0 {
+		return e.Parallelism
+	}
+	return 10
+}
+
+func (e *Engine) runtime(r model.Resource) (Runtime, error) {
+	rt, ok := e.Runtimes[r.Type]
+	if !ok || rt == nil {
+		return nil, fmt.Errorf("%s: no runtime for type %q", r.ID, r.Type)
+	}
+	return rt, nil
+}

@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/kusionpr/kusionpr/engine/graph"
+	"github.com/kusionpr/kusionpr/model"
+)
+
+// Action is what an apply would do to one resource (Kusion's names).
+type Action string
+
+const (
+	UnChanged Action = "UnChanged"
+	Create    Action = "Create"
+	Update    Action = "Update"
+	Delete    Action = "Delete"
+)
+
+// KnownAfterApply stands for a value that exists only once another resource is applied.
+const KnownAfterApply = "(known after apply)"
+
+// Step is the preview of one resource. The JSON keeps Kusion's ChangeStep
+// fields (id, action, from, to) and adds the field-level views.
+type Step struct {
+	ID     string          `json:"id"`
+	Action Action          `json:"action"`
+	From   *model.Resource `json:"from"`
+	To     *model.Resource `json:"to"`
+	// Changes is what the apply will change on the live object (live → planned).
+	Changes []FieldChange `json:"changes,omitempty"`
+	// SpecChanges is what this spec changes against the prior release's spec.
+	SpecChanges []FieldChange `json:"specChanges,omitempty"`
+	// Drift is what changed on the live object since the prior release, outside of us.
+	Drift []FieldChange `json:"drift,omitempty"`
+	// Error explains why this resource could not be previewed.
+	Error string `json:"error,omitempty"`
+}
+
+// Preview is the three-way difference of one stack: desired spec, prior
+// release and live objects. StepKeys and ChangeSteps are Kusion's preview JSON.
+type Preview struct {
+	Project       string           `json:"project"`
+	Workspace     string           `json:"workspace"`
+	Stack         string           `json:"stack"`
+	PriorRevision uint64           `json:"priorRevision,omitempty"`
+	StepKeys      []string         `json:"stepKeys"`
+	ChangeSteps   map[string]*Step `json:"changeSteps"`
+}
+
+// Summary counts the steps by action, and the steps with drift or errors.
+type Summary struct {
+	Create, Update, Delete, UnChanged, Drift, Errors int
+}
+
+// Summary counts p's steps.
+func (p *Preview) Summary() Summary {
+	var s Summary
+	for _, id := range p.StepKeys {
+		st := p.ChangeSteps[id]
+		switch st.Action {
+		case Create:
+			s.Create++
+		case Update:
+			s.Update++
+		case Delete:
+			s.Delete++
+		default:
+			s.UnChanged++
+		}
+		if len(st.Drift) > 0 {
+			s.Drift++
+		}
+		if st.Error != "" {
+			s.Errors++
+		}
+	}
+	return s
+}
+
+// HasChanges reports whether applying would change anything.
+func (p *Preview) HasChanges() bool {
+	s := p.Summary()
+	return s.Create+s.Update+s.Delete > 0
+}
+
+// Steps returns the steps in walk order.
+func (p *Preview) Steps() []*Step {
+	out := make([]*Step, 0, len(p.StepKeys))
+	for _, id := range p.StepKeys {
+		out = append(out, p.ChangeSteps[id])
+	}
+	return out
+}
+
+// Err joins the errors of the steps that could not be previewed.
+func (p *Preview) Err() error {
+	var errs []error
+	for _, st := range p.Steps() {
+		if st.Error != "" {
+			errs = append(errs, errors.New(st.Error))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Preview compares st's spec with the latest release and the live objects.
+// It changes nothing.
+func (e *Engine) Preview(ctx context.Context, st Stack) (*Preview, error) {
+	prior, err := e.Store.Latest(ctx, st.Project, st.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("preview %s: read latest release: %w", st.Stack, err)
+	}
+	return e.preview(ctx, st, prior)
+}
+
+// preview computes the plan against a given prior release; apply calls it
+// with the release its slot followed.
+func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*Preview, error) {
+	if st.Spec == nil {
+		return nil, fmt.Errorf("preview %s: no spec", st.Stack)
+	}
+	g, err := graph.New(st.Spec.Resources)
+	if err != nil {
+		return nil, fmt.Errorf("preview %s: %w", st.Stack, err)
+	}
+	p := &Preview{Project: st.Project, Workspace: st.Workspace, Stack: st.Stack, ChangeSteps: map[string]*Step{}}
+	priorState, priorSpec := model.Resources(nil), model.Resources(nil)
+	if prior != nil {
+		p.PriorRevision = prior.Revision
+		if prior.State != nil {
+			priorState = prior.State.Resources
+		}
+		if prior.Spec != nil {
+			priorSpec = prior.Spec.Resources
+		}
+	}
+	stateIdx, specIdx := priorState.Index(), priorSpec.Index()
+	desiredIdx := st.Spec.Resources.Index()
+
+	var mu sync.Mutex
+	live := map[string]*model.Resource{}
+	steps := map[string]*Step{}
+	results := g.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism()}, func(ctx context.Context, id string) error {
+		desired := st.Spec.Resources[desiredIdx[id]]
+		var priorRes, priorSpecRes *model.Resource
+		if i, ok := stateIdx[id]; ok {
+			priorRes = &priorState[i]
+		}
+		if i, ok := specIdx[id]; ok {
+			priorSpecRes = &priorSpec[i]
+		}
+		mu.Lock()
+		resolved, unknown := resolveReferences(desired, st.Spec.Resources, func(ref string) *model.Resource { return live[ref] })
+		depCreated := false
+		for _, dep := range g.Dependencies(id) {
+			if s := steps[dep]; s != nil && s.Action == Create {
+				depCreated = true
+			}
+		}
+		mu.Unlock()
+		step, cur, err := e.previewResource(ctx, priorRes, priorSpecRes, desired, resolved, unknown, depCreated)
+		mu.Lock()
+		steps[id] = step
+		live[id] = cur
+		mu.Unlock()
+		return err
+	})
+	for _, id := range g.Order() {
+		step := steps[id]
+		if step == nil {
+			r := results[id]
+			step = &Step{ID: id, Action: UnChanged, To: ptr(model.Redact(st.Spec.Resources[desiredIdx[id]]))}
+			step.Error = fmt.Sprintf("%s: not previewed: %s", id, describe(r))
+		}
+		p.StepKeys = append(p.StepKeys, id)
+		p.ChangeSteps[id] = step
+	}
+	if err := ctx.Err(); err != nil {
+		return p, fmt.Errorf("preview %s: %w", st.Stack, err)
+	}
+
+	// Resources the prior release holds that the spec no longer has are deleted,
+	// dependents first.
+	var gone model.Resources
+	for _, r := range priorState {
+		if _, ok := desiredIdx[r.ID]; !ok {
+			gone = append(gone, r)
+		}
+	}
+	if len(gone) > 0 {
+		dg, err := graph.New(withinDependencies(gone))
+		if err != nil {
+			return nil, fmt.Errorf("preview %s: order deletions: %w", st.Stack, err)
+		}
+		order := dg.Order()
+		for i := len(order) - 1; i >= 0; i-- {
+			r, _ := gone.ByID(order[i])
+			step := &Step{ID: r.ID, Action: Delete, From: ptr(model.Redact(r))}
+			if rt, err := e.runtime(r); err != nil {
+				step.Error = err.Error()
+			} else if cur, err := rt.Read(ctx, &r, r); err != nil {
+				step.Error = fmt.Sprintf("read %s: %v", r.ID, err)
+			} else if cur == nil {
+				step.Drift = []FieldChange{{Path: ".", Op: "remove", From: "exists in release " + fmt.Sprint(p.PriorRevision)}}
+			} else {
+				step.From = cur
+			}
+			p.StepKeys = append(p.StepKeys, r.ID)
+			p.ChangeSteps[r.ID] = step
+		}
+	}
+	return p, nil
+}
+
+// previewResource reads the live object, asks the runtime what an apply would
+// make of it, and classifies the difference. It returns the live object for
+// resolving later references.
+func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Resource, desired, resolved model.Resource, unknown bool, depCreated bool) (*Step, *model.Resource, error) {
+	step := &Step{ID: desired.ID}
+	fail := func(err error) (*Step, *model.Resource, error) {
+		step.Error = err.Error()
+		if step.To == nil {
+			step.To = ptr(model.Redact(resolved))
+		}
+		return step, nil, err
+	}
+	rt, err := e.runtime(desired)
+	if err != nil {
+		return fail(err)
+	}
+	cur, err := rt.Read(ctx, prior, resolved)
+	if err != nil {
+		return fail(fmt.Errorf("read %s: %w", desired.ID, err))
+	}
+	step.From = cur
+
+	var planned *model.Resource
+	if !unknown {
+		planned, err = rt.Apply(ctx, prior, resolved, true)
+		if err != nil {
+			// An object whose namespace or definition is created by this same
+			// apply cannot be dry-run yet; what it will be is what the spec says.
+			if cur != nil || !depCreated {
+				return fail(fmt.Errorf("dry-run %s: %w", desired.ID, err))
+			}
+			planned = nil
+		}
+	}
+	if planned == nil {
+		planned = ptr(model.Redact(resolved))
+	}
+	step.To = planned
+
+	switch {
+	case cur == nil:
+		step.Action = Create
+	case !unknown && Equal(cur.Attributes, planned.Attributes):
+		step.Action = UnChanged
+	default:
+		step.Action = Update
+		if step.Changes, err = Diff(cur.Attributes, planned.Attributes); err != nil {
+			return fail(err)
+		}
+	}
+
+	redDesired := model.Redact(desired)
+	if priorSpec != nil {
+		red := model.Redact(*priorSpec)
+		if step.SpecChanges, err = Diff(red.Attributes, redDesired.Attributes); err != nil {
+			return fail(err)
+		}
+	}
+	if prior != nil {
+		template := any(prior.Attributes)
+		if priorSpec != nil {
+			template = model.Redact(*priorSpec).Attributes
+		}
+		was, _ := Project(model.Redact(*prior).Attributes, template).(map[string]any)
+		if cur == nil {
+			step.Drift = []FieldChange{{Path: ".", Op: "remove", From: "deleted outside of a release"}}
+		} else {
+			now, _ := Project(cur.Attributes, template).(map[string]any)
+			if step.Drift, err = Diff(was, now); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	return step, cur, nil
+}
+
+func describe(r graph.Result) string {
+	switch {
+	case r.Err != nil:
+		return r.Err.Error()
+	case r.Cause != "":
+		return fmt.Sprintf("%s (because of %s)", r.Status, r.Cause)
+	default:
+		return string(r.Status)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// withinDependencies drops dependsOn entries that leave the set, so a subset
+// of a spec (the resources being deleted) still forms a graph. A $kusion_path
+// to a resource outside the set resolves to no id and makes no edge.
+func withinDependencies(rs model.Resources) model.Resources {
+	idx := rs.Index()
+	out := rs.DeepCopy()
+	for i := range out {
+		var deps []string
+		for _, d := range out[i].DependsOn {
+			if _, ok := idx[d]; ok {
+				deps = append(deps, d)
+			}
+		}
+		out[i].DependsOn = deps
+	}
+	return out
+}
+
+func idsOf(rs model.Resources) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.ID
+	}
+	return out
+}

@@ -1,0 +1,29 @@
+// Package engine turns a Spec into changes: it previews the three-way
+// difference between the desired spec, the prior release and the live
+// objects, applies and destroys along the dependency graph in parallel, waits
+// for readiness, and records every operation as a Release.
+package engine
+
+import (
+	"context"
+
+	"github.com/kusionpr/kusionpr/model"
+)
+
+// Runtime reads and changes the real objects of one resource type
+// (model.Kubernetes, model.Terraform). Every resource a Runtime returns has
+// its sensitive values redacted with model.Redact.
+type Runtime interface {
+	// Read returns the live object for r, or nil when it does not exist
+	// (including a kind the server does not know yet). prior is the last
+	// recorded state of r, nil if none.
+	Read(ctx context.Context, prior *model.Resource, r model.Resource) (*model.Resource, error)
+	// Apply makes the object match desired and returns it as the system now
+	// holds it. With dryRun nothing changes and the result is what would be.
+	Apply(ctx context.Context, prior *model.Resource, desired model.Resource, dryRun bool) (*model.Resource, error)
+	// Delete removes the object; deleting one that does not exist succeeds.
+	Delete(ctx context.Context, r model.Resource) error
+	// Watch waits until the object is ready, ctx ends, or the runtime's
+	// readiness timeout passes.
+	Watch(ctx context.Context, r model.Resource) error
+}

@@ -1,0 +1,55 @@
+package model
+
+import "time"
+
+// Phase is where a release is in its life. The running phases hold the stack.
+type Phase string
+
+const (
+	PhaseGenerating Phase = "generating"
+	PhasePreviewing Phase = "previewing"
+	PhaseApplying   Phase = "applying"
+	PhaseDestroying Phase = "destroying"
+	PhaseSucceeded  Phase = "succeeded"
+	PhaseFailed     Phase = "failed"
+)
+
+// Ended reports whether the release no longer holds its stack.
+func (p Phase) Ended() bool { return p == PhaseSucceeded || p == PhaseFailed }
+
+// Release records one operation on a project's workspace: the spec it ran, the
+// state it left and how it ended. Revisions count up per project+workspace.
+type Release struct {
+	Project      string    `json:"project" yaml:"project"`
+	Workspace    string    `json:"workspace" yaml:"workspace"`
+	Revision     uint64    `json:"revision" yaml:"revision"`
+	Stack        string    `json:"stack" yaml:"stack"`
+	Spec         *Spec     `json:"spec" yaml:"spec"`
+	State        *State    `json:"state" yaml:"state"`
+	Phase        Phase     `json:"phase" yaml:"phase"`
+	CreateTime   time.Time `json:"createTime" yaml:"createTime"`
+	ModifiedTime time.Time `json:"modifiedTime" yaml:"modifiedTime"`
+
+	// Origin says who and what started the release. Kusion's reader ignores
+	// fields it does not know, so this travels in the same document.
+	Origin *Origin `json:"origin,omitempty" yaml:"origin,omitempty"`
+	// Message explains a failed phase (the first errors, or why it was superseded).
+	Message string `json:"message,omitempty" yaml:"message,omitempty"`
+}
+
+// Origin identifies the run that holds or held a release.
+type Origin struct {
+	User      string    `json:"user,omitempty" yaml:"user,omitempty"`
+	Host      string    `json:"host,omitempty" yaml:"host,omitempty"`
+	Command   string    `json:"command,omitempty" yaml:"command,omitempty"`
+	Heartbeat time.Time `json:"heartbeat,omitempty" yaml:"heartbeat,omitempty"`
+	// PullRequest, SHA and Actor are set when the run came from GitHub.
+	PullRequest int    `json:"pullRequest,omitempty" yaml:"pullRequest,omitempty"`
+	SHA         string `json:"sha,omitempty" yaml:"sha,omitempty"`
+	Actor       string `json:"actor,omitempty" yaml:"actor,omitempty"`
+}
+
+// State is what the runtimes reported after the release's operation.
+type State struct {
+	Resources Resources `json:"resources" yaml:"resources"`
+}
