@@ -1,0 +1,564 @@
+// Package backend stores releases in a gocloud.dev/blob bucket, in Kusion
+// v0.15's layout, so a bucket written by the Kusion CLI is readable here and
+// ours by it:
+//
+//	<prefix>/releases/<project>/<workspace>/<revision>.yaml
+//	<prefix>/releases/<project>/<workspace>/.metadata.yml   (the index)
+//
+// Unlike Kusion it locks: a revision's file is created with a create-only write,
+// so exactly one writer gets each slot, and whoever created the latest slot
+// holds the stack until that release's phase has ended (see Begin).
+//
+// The index is a hint kept for Kusion: readers take its latestRevision as a
+// starting point and probe the following slots with Exists, so finding the
+// latest release costs the same few requests however many releases exist, and
+// an index that lags is repaired.
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/fileblob" // file:// (the local default)
+	_ "gocloud.dev/blob/memblob"  // mem:// (tests, dry runs)
+	"sigs.k8s.io/yaml"
+
+	"github.com/kusionpr/kusionpr/model"
+)
+
+var (
+	// ErrNotFound is wrapped by errors about a release that does not exist.
+	ErrNotFound = errors.New("release not found")
+	// ErrRevisionTaken is wrapped by Create's error when the revision's slot
+	// already holds a release.
+	ErrRevisionTaken = errors.New("revision already taken")
+	// ErrHeld matches every *HeldError with errors.Is.
+	ErrHeld = errors.New("stack is held by a running release")
+)
+
+// beginAttempts bounds how often Begin retries after losing a slot to a
+// release that had already ended by the time it was read.
+const beginAttempts = 5
+
+const (
+	releasesDir = "releases"
+	indexName   = ".metadata.yml"
+	releaseExt  = ".yaml"
+)
+
+// Store keeps the releases of many projects and workspaces in one bucket.
+// It is safe for concurrent use, by goroutines and by processes sharing the bucket.
+type Store struct {
+	bucket *blob.Bucket // nil for stores built in tests over a fake
+	obj    objects
+	prefix string // "" or ends in "/"
+}
+
+// Open opens the bucket at a gocloud.dev/blob URL (file:// and mem:// are
+// built in). The optional query parameter prefix= puts the releases under a
+// key prefix, as Kusion's prefix setting does for object stores. For file://
+// URLs the folder is created if missing, and fileblob writes no .attrs
+// sidecar files and keeps its temporary files next to their targets (a
+// rename from os.TempDir fails when the folder is on another filesystem), so
+// the folder keeps Kusion's layout. Explicit settings in the URL win.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open backend %q: %w", rawURL, err)
+	}
+	q := u.Query()
+	prefix, err := cleanPrefix(q.Get("prefix"))
+	if err != nil {
+		return nil, fmt.Errorf("open backend %q: %w", rawURL, err)
+	}
+	q.Del("prefix")
+	var dir string
+	if u.Scheme == "file" {
+		for k, v := range map[string]string{"create_dir": "true", "metadata": "skip", "no_tmp_dir": "true"} {
+			if !q.Has(k) {
+				q.Set(k, v)
+			}
+		}
+		// The folder the way fileblob's URL opener derives it.
+		p := u.Path
+		if u.Host == "." || os.PathSeparator != '/' {
+			p = strings.TrimPrefix(p, "/")
+		}
+		if dir, err = filepath.Abs(filepath.FromSlash(p)); err != nil {
+			return nil, fmt.Errorf("open backend %q: %w", rawURL, err)
+		}
+	}
+	u.RawQuery = q.Encode()
+	b, err := blob.OpenBucket(ctx, u.String())
+	if err != nil {
+		return nil, fmt.Errorf("open backend %q: %w", rawURL, err)
+	}
+	s := &Store{bucket: b, prefix: prefix}
+	if dir != "" {
+		s.obj = fileObjects{bucketObjects: bucketObjects{b}, dir: dir}
+	} else {
+		s.obj = bucketObjects{b}
+	}
+	return s, nil
+}
+
+// DefaultURL is Kusion's default local folder: $KUSION_HOME, else ~/.kusion.
+func DefaultURL() string {
+	dir := os.Getenv("KUSION_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = "."
+		}
+		dir = filepath.Join(home, ".kusion")
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	p := filepath.ToSlash(dir)
+	if !strings.HasPrefix(p, "/") { // C:/x on Windows
+		p = "/" + p
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String()
+}
+
+// Close releases the bucket.
+func (s *Store) Close() error { return s.obj.close() }
+
+// newStore builds a Store over any objects implementation (tests).
+func newStore(obj objects, prefix string) *Store {
+	return &Store{obj: obj, prefix: prefix}
+}
+
+func (s *Store) dirKey(project, workspace string) string {
+	return s.prefix + releasesDir + "/" + project + "/" + workspace + "/"
+}
+
+func (s *Store) indexKey(project, workspace string) string {
+	return s.dirKey(project, workspace) + indexName
+}
+
+func (s *Store) releaseKey(project, workspace string, revision uint64) string {
+	return s.dirKey(project, workspace) + strconv.FormatUint(revision, 10) + releaseExt
+}
+
+// Latest returns the release with the highest revision, or nil, nil when the
+// project's workspace has none. It reads the index, probes the slots after
+// its latestRevision and reads the last one: a constant number of requests.
+func (s *Store) Latest(ctx context.Context, project, workspace string) (*model.Release, error) {
+	if err := validNames(project, workspace); err != nil {
+		return nil, fmt.Errorf("read latest release %s/%s: %w", project, workspace, err)
+	}
+	latest, _, err := s.scan(ctx, project, workspace, false)
+	if err != nil {
+		return nil, fmt.Errorf("read latest release %s/%s: %w", project, workspace, err)
+	}
+	return latest, nil
+}
+
+// Revisions returns the revisions of the project's workspace in ascending
+// order, from the index; slots the index misses (it lags, or a concurrent
+// index update was lost) are found by probing and added to it.
+func (s *Store) Revisions(ctx context.Context, project, workspace string) ([]uint64, error) {
+	if err := validNames(project, workspace); err != nil {
+		return nil, fmt.Errorf("list revisions %s/%s: %w", project, workspace, err)
+	}
+	_, ix, err := s.scan(ctx, project, workspace, true)
+	if err != nil {
+		return nil, fmt.Errorf("list revisions %s/%s: %w", project, workspace, err)
+	}
+	revs := make([]uint64, 0, len(ix.Releases))
+	for _, e := range ix.Releases {
+		revs = append(revs, e.Revision)
+	}
+	return revs, nil
+}
+
+// scan finds the latest release from the index and probing, repairs the
+// index where the probes show it wrong, and returns both. With gaps it also
+// probes the revisions below the latest that the index does not list.
+func (s *Store) scan(ctx context.Context, project, workspace string, gaps bool) (*model.Release, *index, error) {
+	ix, _, err := s.readIndex(ctx, project, workspace)
+	if err != nil {
+		return nil, nil, err
+	}
+	changed := false
+
+	// Probe forward from the index's latest.
+	top := ix.LatestRevision
+	var found []uint64
+	for {
+		ok, err := s.obj.exists(ctx, s.releaseKey(project, workspace, top+1))
+		if err != nil {
+			return nil, nil, fmt.Errorf("probe release %s/%s/%d: %w", project, workspace, top+1, err)
+		}
+		if !ok {
+			break
+		}
+		top++
+		found = append(found, top)
+	}
+
+	var latest *model.Release
+	for top > 0 {
+		latest, err = s.Get(ctx, project, workspace, top)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, nil, err
+		}
+		// The index names a revision that does not exist (a restored or
+		// hand-edited folder): walk back to the last one that does.
+		top--
+		latest = nil
+	}
+	if top != ix.LatestRevision || len(found) > 0 {
+		changed = true
+	}
+	// Drop entries past the real latest, then record what probing found.
+	kept := ix.Releases[:0]
+	for _, e := range ix.Releases {
+		if e.Revision <= top {
+			kept = append(kept, e)
+		}
+	}
+	ix.Releases = kept
+	ix.LatestRevision = top
+
+	var missing []uint64
+	for _, rev := range found {
+		if rev != top {
+			missing = append(missing, rev)
+		}
+	}
+	if gaps {
+		for rev := uint64(1); rev < top; rev++ {
+			if ix.entry(rev) == nil && !containsRev(found, rev) {
+				ok, err := s.obj.exists(ctx, s.releaseKey(project, workspace, rev))
+				if err != nil {
+					return nil, nil, fmt.Errorf("probe release %s/%s/%d: %w", project, workspace, rev, err)
+				}
+				if ok {
+					missing = append(missing, rev)
+				}
+			}
+		}
+	}
+	for _, rev := range missing {
+		r, err := s.Get(ctx, project, workspace, rev)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ix.set(r) {
+			changed = true
+		}
+	}
+	if latest != nil && ix.set(latest) {
+		changed = true
+	}
+	if changed {
+		// Best effort: the repair helps Kusion's CLI, which trusts the index,
+		// but our readers do not need it, and a read-only caller must still read.
+		_ = s.writeIndex(ctx, project, workspace, ix)
+	}
+	return latest, ix, nil
+}
+
+func containsRev(revs []uint64, rev uint64) bool {
+	for _, r := range revs {
+		if r == rev {
+			return true
+		}
+	}
+	return false
+}
+
+// Get reads one release. A missing one gives an error wrapping ErrNotFound.
+func (s *Store) Get(ctx context.Context, project, workspace string, revision uint64) (*model.Release, error) {
+	if err := validNames(project, workspace); err != nil {
+		return nil, fmt.Errorf("read release %s/%s/%d: %w", project, workspace, revision, err)
+	}
+	key := s.releaseKey(project, workspace, revision)
+	data, err := s.obj.read(ctx, key)
+	if errors.Is(err, errObjectMissing) {
+		return nil, fmt.Errorf("read release %s/%s/%d: %w", project, workspace, revision, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read release %s/%s/%d: %w", project, workspace, revision, err)
+	}
+	r, err := decodeRelease(key, data)
+	if err != nil {
+		return nil, err
+	}
+	// The slot is the truth about which revision a file is.
+	r.Revision = revision
+	if r.Project == "" {
+		r.Project = project
+	}
+	if r.Workspace == "" {
+		r.Workspace = workspace
+	}
+	return r, nil
+}
+
+func decodeRelease(key string, data []byte) (*model.Release, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("decode release %s: the file is empty", key)
+	}
+	r := &model.Release{}
+	if err := yaml.Unmarshal(data, r); err != nil {
+		return nil, fmt.Errorf("decode release %s: %w", key, err)
+	}
+	return r, nil
+}
+
+func encodeRelease(r *model.Release) ([]byte, error) {
+	data, err := yaml.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, err)
+	}
+	return data, nil
+}
+
+func checkRelease(r *model.Release) error {
+	if r == nil {
+		return errors.New("release is nil")
+	}
+	if err := validNames(r.Project, r.Workspace); err != nil {
+		return err
+	}
+	if r.Revision == 0 {
+		return errors.New("revision must be at least 1")
+	}
+	return nil
+}
+
+// Create writes a new release into its revision's slot, only if the slot is
+// free: if it holds a release, the error wraps ErrRevisionTaken and nothing
+// is written. Zero CreateTime and ModifiedTime are set to now. The index is
+// updated afterwards, on a best-effort basis (see Latest).
+func (s *Store) Create(ctx context.Context, r *model.Release) error {
+	if err := checkRelease(r); err != nil {
+		return fmt.Errorf("create release: %w", err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	if r.CreateTime.IsZero() {
+		r.CreateTime = now
+	}
+	if r.ModifiedTime.IsZero() {
+		r.ModifiedTime = r.CreateTime
+	}
+	data, err := encodeRelease(r)
+	if err != nil {
+		return err
+	}
+	err = s.obj.write(ctx, s.releaseKey(r.Project, r.Workspace, r.Revision), data, true)
+	if errors.Is(err, errObjectExists) {
+		return fmt.Errorf("create release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, ErrRevisionTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("create release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, err)
+	}
+	// The release is written and the slot is ours; the index is only a hint
+	// that readers repair, so its failure must not make the caller believe
+	// it lost the slot.
+	_ = s.recordInIndex(ctx, r)
+	return nil
+}
+
+// Update overwrites an existing release: the holder saving its state and
+// phase. It refuses (ErrNotFound) a revision that does not exist, so it never
+// takes a slot. ModifiedTime is set to now. When the phase or stack changed,
+// the index entry is rewritten (best effort).
+func (s *Store) Update(ctx context.Context, r *model.Release) error {
+	if err := checkRelease(r); err != nil {
+		return fmt.Errorf("update release: %w", err)
+	}
+	key := s.releaseKey(r.Project, r.Workspace, r.Revision)
+	ok, err := s.obj.exists(ctx, key)
+	if err != nil {
+		return fmt.Errorf("update release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, err)
+	}
+	if !ok {
+		return fmt.Errorf("update release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, ErrNotFound)
+	}
+	r.ModifiedTime = time.Now().UTC().Truncate(time.Second)
+	data, err := encodeRelease(r)
+	if err != nil {
+		return err
+	}
+	if err := s.obj.write(ctx, key, data, false); err != nil {
+		return fmt.Errorf("update release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, err)
+	}
+	_ = s.recordInIndex(ctx, r)
+	return nil
+}
+
+// Begin takes the stack for r. If the latest release is still running, it
+// fails with a *HeldError naming it. Otherwise r gets the next revision (1
+// if there is none) and is created in that slot; only one concurrent Begin
+// can win a slot. A Begin that loses reports the winner as a *HeldError if
+// it is running, and tries the next slot if it has ended already.
+//
+// r.Phase must be a running phase (that is what holds the stack). Begin
+// returns the release before r (nil if r is the first), whose state the
+// caller diffs against. On error r.Revision is left as it was.
+func (s *Store) Begin(ctx context.Context, r *model.Release) (prior *model.Release, err error) {
+	if r == nil {
+		return nil, errors.New("begin release: release is nil")
+	}
+	if err := validNames(r.Project, r.Workspace); err != nil {
+		return nil, fmt.Errorf("begin release: %w", err)
+	}
+	if r.Phase == "" || r.Phase.Ended() {
+		return nil, fmt.Errorf("begin release %s/%s: phase %q does not hold the stack; begin with a running phase", r.Project, r.Workspace, r.Phase)
+	}
+	orig := r.Revision
+	defer func() {
+		if err != nil {
+			r.Revision = orig
+		}
+	}()
+	for attempt := 0; attempt < beginAttempts; attempt++ {
+		latest, err := s.Latest(ctx, r.Project, r.Workspace)
+		if err != nil {
+			return nil, fmt.Errorf("begin release: %w", err)
+		}
+		if latest != nil && !latest.Phase.Ended() {
+			return nil, heldBy(latest)
+		}
+		r.Revision = 1
+		if latest != nil {
+			r.Revision = latest.Revision + 1
+		}
+		err = s.Create(ctx, r)
+		if err == nil {
+			return latest, nil
+		}
+		if !errors.Is(err, ErrRevisionTaken) {
+			return nil, fmt.Errorf("begin release: %w", err)
+		}
+		winner, err := s.Get(ctx, r.Project, r.Workspace, r.Revision)
+		if err != nil {
+			return nil, fmt.Errorf("begin release: revision %d was taken: %w", r.Revision, err)
+		}
+		if !winner.Phase.Ended() {
+			return nil, heldBy(winner)
+		}
+		// The winner has run and ended already: try the slot after it.
+	}
+	return nil, fmt.Errorf("begin release %s/%s: lost the next revision slot %d times in a row to releases that ended at once: %w",
+		r.Project, r.Workspace, beginAttempts, ErrRevisionTaken)
+}
+
+// HeldError says a running release holds the stack.
+type HeldError struct {
+	Project, Workspace string
+	Revision           uint64
+	Phase              model.Phase
+	CreateTime         time.Time
+	Origin             *model.Origin
+}
+
+func heldBy(r *model.Release) *HeldError {
+	return &HeldError{
+		Project:    r.Project,
+		Workspace:  r.Workspace,
+		Revision:   r.Revision,
+		Phase:      r.Phase,
+		CreateTime: r.CreateTime,
+		Origin:     r.Origin,
+	}
+}
+
+func (e *HeldError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "project %q workspace %q is held by revision %d (%s)", e.Project, e.Workspace, e.Revision, e.Phase)
+	if !e.CreateTime.IsZero() {
+		b.WriteString(", started " + e.CreateTime.UTC().Format(time.RFC3339))
+	}
+	if o := e.Origin; o != nil {
+		who := o.User
+		if who == "" {
+			who = o.Actor
+		}
+		if o.Host != "" {
+			who += "@" + o.Host
+		}
+		var what []string
+		if o.Command != "" {
+			what = append(what, o.Command)
+		}
+		if o.PullRequest != 0 {
+			what = append(what, "PR #"+strconv.Itoa(o.PullRequest))
+		}
+		if who != "" {
+			b.WriteString(" by " + who)
+		}
+		if len(what) > 0 {
+			b.WriteString(" (" + strings.Join(what, ", ") + ")")
+		}
+	}
+	b.WriteString("; wait for it to end or unlock it")
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrHeld) true for a *HeldError.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// validNames checks project and workspace names. They become key segments
+// (and, for file://, folder names), so they must be one clean segment each.
+func validNames(project, workspace string) error {
+	if err := validName("project", project); err != nil {
+		return err
+	}
+	return validName("workspace", workspace)
+}
+
+func validName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s name is empty", what)
+	case s == "." || s == "..":
+		return fmt.Errorf("%s name %q is not allowed", what, s)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s name %q is not valid UTF-8", what, s)
+	case strings.ContainsAny(s, `/\`):
+		return fmt.Errorf("%s name %q contains a slash", what, s)
+	case strings.HasSuffix(s, ".."):
+		// fileblob escapes the "/" of "../", which would move the file.
+		return fmt.Errorf("%s name %q ends in \"..\"", what, s)
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%s name %q contains a control character", what, s)
+		}
+	}
+	return nil
+}
+
+// cleanPrefix turns a prefix= value into "" or "a/b/", as Kusion does
+// (surrounding slashes dropped).
+func cleanPrefix(p string) (string, error) {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return "", nil
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if err := validName("prefix segment", seg); err != nil {
+			return "", err
+		}
+	}
+	return p + "/", nil
+}

@@ -1,0 +1,168 @@
+package backend
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// objects is the handful of bucket operations the Store uses. It exists so
+// tests can count requests, and so the local folder can get a create-only write
+// that is atomic (fileblob's is not, see fileObjects).
+type objects interface {
+	// exists reports whether key holds an object.
+	exists(ctx context.Context, key string) (bool, error)
+	// read returns the whole object; a missing key gives an error wrapping errObjectMissing.
+	read(ctx context.Context, key string) ([]byte, error)
+	// write stores data under key in one piece: readers see the old object or
+	// the new one, never a part. With createOnly it fails with an error
+	// wrapping errObjectExists when key already holds an object.
+	write(ctx context.Context, key string, data []byte, createOnly bool) error
+	close() error
+}
+
+var (
+	errObjectMissing = errors.New("object does not exist")
+	errObjectExists  = errors.New("object already exists")
+)
+
+// bucketObjects implements objects over any gocloud.dev/blob bucket.
+type bucketObjects struct{ b *blob.Bucket }
+
+func (o bucketObjects) exists(ctx context.Context, key string) (bool, error) {
+	return o.b.Exists(ctx, key)
+}
+
+func (o bucketObjects) read(ctx context.Context, key string) ([]byte, error) {
+	data, err := o.b.ReadAll(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("%w: %v", errObjectMissing, err)
+	}
+	return data, err
+}
+
+func (o bucketObjects) write(ctx context.Context, key string, data []byte, createOnly bool) error {
+	// Cancelling the writer's context before Close is blob's way to abort:
+	// nothing of a failed write becomes visible.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := o.b.NewWriter(wctx, key, &blob.WriterOptions{
+		ContentType: "application/yaml",
+		IfNotExist:  createOnly,
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		cancel()
+		_ = w.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		// Drivers report a lost IfNotExist race as FailedPrecondition (memblob,
+		// fileblob, s3, gcs, azure alike).
+		if createOnly && gcerrors.Code(err) == gcerrors.FailedPrecondition {
+			return fmt.Errorf("%w: %v", errObjectExists, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (o bucketObjects) close() error { return o.b.Close() }
+
+// fileObjects is bucketObjects for a local folder, with its own create-only write.
+//
+// fileblob v0.45 implements IfNotExist as os.Stat then os.Rename, under a mutex
+// that is new for every writer: two writers (goroutines or processes) can both
+// see the slot free and the second rename silently replaces the first file.
+// That would break the revision-slot lock, so create-only writes here go to a
+// temporary file in the target folder that is then hard-linked to the final
+// name: link(2) fails with EEXIST if the name exists, atomically, across
+// processes, and the linked file is complete before it has its name.
+type fileObjects struct {
+	bucketObjects
+	dir string // absolute root folder of the bucket
+}
+
+// path maps a key to its file. Keys are validated (see validName) so that
+// fileblob's key escaping leaves them unchanged and both agree on the file.
+func (o fileObjects) path(key string) string {
+	return filepath.Join(o.dir, filepath.FromSlash(key))
+}
+
+func (o fileObjects) write(ctx context.Context, key string, data []byte, createOnly bool) error {
+	if !createOnly {
+		return o.bucketObjects.write(ctx, key, data, false)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	path := o.path(key)
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	tmp, err := createTemp(dir, filepath.Base(path))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a link, removes the temporary name only
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err = os.Link(tmp.Name(), path)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%w: %s", errObjectExists, path)
+	case linkUnsupported(err):
+		// Some filesystems have no hard links; fileblob's check-then-rename is
+		// the best left there (not safe against a concurrent writer).
+		return o.bucketObjects.write(ctx, key, data, true)
+	default:
+		return err
+	}
+}
+
+// createTemp makes a hidden temporary file next to the target, with the mode
+// fileblob gives its files (0666 less the umask; os.CreateTemp would use 0600).
+func createTemp(dir, base string) (*os.File, error) {
+	for try := 0; ; try++ {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		name := filepath.Join(dir, "."+base+"."+hex.EncodeToString(b[:])+".tmp")
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) && try < 100 {
+			continue
+		}
+		return f, err
+	}
+}
+
+func linkUnsupported(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) ||
+		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) ||
+		errors.Is(err, syscall.EMLINK)
+}
