@@ -1,0 +1,190 @@
+// Command action previews, applies or destroys Kusion stacks. Run locally:
+//
+//	action preview|apply|destroy --stack DIR [--workspace NAME] [--backend URL]
+//	       [-o json|markdown|text] [--yes] [--dry-run]
+//
+// it prints the preview and, for apply and destroy, where the release was saved.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"os/user"
+	"strings"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/report"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage: action preview|apply|destroy --stack DIR [flags]
+
+Previews the three-way difference of a stack (its spec, the latest release,
+the live objects), or applies or destroys it and records a release.
+
+flags:
+`
+
+// run is main without the process: arguments in, exit code out.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprint(stderr, usage)
+		newFlags(stderr).PrintDefaults()
+		return 2
+	}
+	cmd, err := workflow.ParseCommand(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	fs := newFlags(stderr)
+	var (
+		stack       = fs.String("stack", ".", "stack folder (holds stack.yaml; project.yaml is in it or above it)")
+		workspace   = fs.String("workspace", "default", "workspace name")
+		backendURL  = fs.String("backend", "", "release store URL (default file:// of $KUSION_HOME or ~/.kusion)")
+		output      = fs.String("o", "text", "output format: json, markdown or text")
+		yes         = fs.Bool("yes", false, "apply or destroy without asking")
+		dryRun      = fs.Bool("dry-run", false, "show what would happen; change nothing anywhere")
+		parallelism = fs.Int("parallelism", 10, "resources worked on at once")
+		force       = fs.Bool("force-conflicts", true, "on apply, take over fields another field manager owns")
+		noWatch     = fs.Bool("no-watch", false, "do not wait for applied resources to become ready")
+		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
+	)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	format, err := report.ParseFormat(*output)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "error: --log-level: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	renderer, err := report.New()
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+
+	opts := workflow.Options{
+		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism,
+		ForceConflicts: *force, NoWatch: *noWatch, Logger: log, Origin: localOrigin(string(cmd)),
+	}
+	if cmd != workflow.Preview && !*yes && !*dryRun {
+		// Show the plan first, then ask; the apply itself re-plans under its lock.
+		opts.DryRun = true
+		r := workflow.RunStack(ctx, cmd, *stack, opts)
+		if code := printRun(stdout, stderr, renderer, format, r); code != 0 || r.Preview == nil {
+			return code
+		}
+		if !r.Preview.HasChanges() {
+			fmt.Fprintln(stderr, "Nothing to do.")
+			return 0
+		}
+		ok, err := confirm(stdin, stderr, cmd)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+		if !ok {
+			fmt.Fprintln(stderr, "Cancelled.")
+			return 1
+		}
+		opts.DryRun = false
+		r = workflow.RunStack(ctx, cmd, *stack, opts)
+		return printRelease(stderr, r)
+	}
+	opts.DryRun = *dryRun
+	r := workflow.RunStack(ctx, cmd, *stack, opts)
+	code := printRun(stdout, stderr, renderer, format, r)
+	if cmd != workflow.Preview && !*dryRun {
+		if c := printRelease(stderr, r); c != 0 {
+			code = c
+		}
+	}
+	return code
+}
+
+func newFlags(stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("action", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// printRun writes the preview (if there is one) and the error of a run.
+func printRun(stdout, stderr io.Writer, r *report.Renderer, f report.Format, run *workflow.Run) int {
+	if run.Preview != nil {
+		if err := r.Render(stdout, f, run.Preview, run.Err); err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+	}
+	if run.Err != nil {
+		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
+		return 1
+	}
+	return 0
+}
+
+// printRelease says where the release went and how it ended.
+func printRelease(stderr io.Writer, run *workflow.Run) int {
+	if run.Release == nil {
+		if run.Err != nil {
+			fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
+			return 1
+		}
+		return 0
+	}
+	rel := run.Release
+	fmt.Fprintf(stderr, "Release %d of %s/%s (stack %s): %s, saved in %s under releases/%s/%s/%d.yaml\n",
+		rel.Revision, rel.Project, rel.Workspace, rel.Stack, rel.Phase, run.Store, rel.Project, rel.Workspace, rel.Revision)
+	if run.Err != nil {
+		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
+		return 1
+	}
+	return 0
+}
+
+func confirm(stdin io.Reader, stderr io.Writer, cmd workflow.Command) (bool, error) {
+	if f, ok := stdin.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, errors.New(string(cmd) + " needs --yes when standard input is not a terminal")
+	}
+	fmt.Fprintf(stderr, "Do you want to %s these changes? [y/N] ", cmd)
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes", nil
+}
+
+func localOrigin(cmd string) *model.Origin {
+	o := &model.Origin{Command: cmd}
+	if u, err := user.Current(); err == nil {
+		o.User = u.Username
+	}
+	o.Host, _ = os.Hostname()
+	return o
+}

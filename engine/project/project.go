@@ -1,0 +1,107 @@
+// Package project finds a Kusion project and its stacks on disk and produces
+// each stack's Spec. A project folder holds project.yaml; each stack folder
+// below it holds stack.yaml and, for now, a ready spec.yaml (as `kusion
+// generate` writes it).
+package project
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kusionpr/kusionpr/engine/spec"
+	"github.com/kusionpr/kusionpr/model"
+)
+
+const (
+	ProjectFile = "project.yaml"
+	StackFile   = "stack.yaml"
+	SpecFile    = "spec.yaml"
+)
+
+// Project is project.yaml, in Kusion's shape.
+type Project struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Extensions  []map[string]any  `json:"extensions,omitempty"`
+	// Path is the folder holding project.yaml.
+	Path string `json:"-"`
+}
+
+// Stack is stack.yaml, in Kusion's shape, with where it was found.
+type Stack struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	// Path is the folder holding stack.yaml.
+	Path    string   `json:"-"`
+	Project *Project `json:"-"`
+}
+
+// LoadStack reads the stack in dir and the project above it.
+func LoadStack(dir string) (*Stack, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", dir, err)
+	}
+	var st Stack
+	if err := readYAML(filepath.Join(abs, StackFile), &st); err != nil {
+		return nil, err
+	}
+	if st.Name == "" {
+		st.Name = filepath.Base(abs)
+	}
+	st.Path = abs
+	p, err := FindProject(abs)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", dir, err)
+	}
+	st.Project = p
+	return &st, nil
+}
+
+// FindProject reads the nearest project.yaml at or above dir.
+func FindProject(dir string) (*Project, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		path := filepath.Join(d, ProjectFile)
+		if _, err := os.Stat(path); err == nil {
+			var p Project
+			if err := readYAML(path, &p); err != nil {
+				return nil, err
+			}
+			if p.Name == "" {
+				return nil, fmt.Errorf("%s: name is required", path)
+			}
+			p.Path = d
+			return &p, nil
+		}
+		if parent := filepath.Dir(d); parent == d {
+			return nil, fmt.Errorf("no %s in %s or any folder above it", ProjectFile, dir)
+		}
+	}
+}
+
+// Spec reads and validates the stack's spec.
+func (s *Stack) Spec() (*model.Spec, error) {
+	path := filepath.Join(s.Path, SpecFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("stack %s: no %s in %s", s.Name, SpecFile, s.Path)
+	}
+	return spec.Load(path)
+}
+
+func readYAML(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# make demo: the quickstart stack against the local cluster, end to end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash hack/testenv.sh start
+eval "$(bash hack/testenv.sh env)"
+export KUBECONFIG=$KUSIONPR_TEST_KUBECONFIG
+store="file://$PWD/.kusion-demo"
+mkdir -p .kusion-demo
+go build -o .kusion-demo/action ./cmd/action
+stack=examples/quickstart/dev
+
+printf '\n==> The pull-request comment a preview of %s would post:\n\n' "$stack"
+.kusion-demo/action preview --stack "$stack" --backend "$store" -o markdown
+printf '\n==> Applying %s\n\n' "$stack"
+.kusion-demo/action apply --stack "$stack" --backend "$store" --yes -o text
+printf '\n==> Preview again: nothing should change\n\n'
+.kusion-demo/action preview --stack "$stack" --backend "$store" -o text
+printf '\nReleases are in %s/releases/quickstart/default/ (Kusion'"'"'s layout).\n' "$PWD/.kusion-demo"
+printf 'Remove what the demo created with:\n  KUBECONFIG=%s .kusion-demo/action destroy --stack %s --backend %s --yes\n' "$KUBECONFIG" "$stack" "$store"

@@ -1,0 +1,197 @@
+// Package report renders previews for people and machines: Kusion's preview
+// JSON, the Markdown of a pull-request comment, and plain text for a
+// terminal, from the templates in templates/. Every output passes through
+// model.MaskFingerprints, so no sensitive value or digest of one is printed.
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/template"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/templates"
+)
+
+// Format names an output.
+type Format string
+
+const (
+	JSON     Format = "json"
+	Markdown Format = "markdown"
+	Text     Format = "text"
+)
+
+// ParseFormat checks a -o value.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case JSON, Markdown, Text:
+		return f, nil
+	}
+	return "", fmt.Errorf("unknown output format %q: want json, markdown or text", s)
+}
+
+// Renderer renders previews; it parses the templates once.
+type Renderer struct {
+	md, txt *template.Template
+}
+
+// New parses the embedded templates.
+func New() (*Renderer, error) {
+	funcs := template.FuncMap{
+		"actionIcon":     actionIcon,
+		"changeLines":    changeLines,
+		"driftLine":      driftLine,
+		"textChange":     textChange,
+		"attributesYAML": attributesYAML,
+	}
+	md, err := template.New("preview.md.tmpl").Funcs(funcs).ParseFS(templates.FS, "preview.md.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("parse markdown template: %w", err)
+	}
+	txt, err := template.New("preview.txt.tmpl").Funcs(funcs).ParseFS(templates.FS, "preview.txt.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("parse text template: %w", err)
+	}
+	return &Renderer{md: md, txt: txt}, nil
+}
+
+// view is what the templates see.
+type view struct {
+	*engine.Preview
+	Summary engine.Summary
+	Steps   []*engine.Step
+	Changed []*engine.Step
+	Drifted []*engine.Step
+	Errors  []string
+	Failed  bool
+	// Extra is an error of the whole stack (no spec, unreachable backend).
+	Extra string
+}
+
+func newView(p *engine.Preview, stackErr error) view {
+	v := view{Preview: p, Summary: p.Summary(), Steps: p.Steps()}
+	for _, st := range v.Steps {
+		if st.Action != engine.UnChanged {
+			v.Changed = append(v.Changed, st)
+		}
+		if len(st.Drift) > 0 {
+			v.Drifted = append(v.Drifted, st)
+		}
+		if st.Error != "" {
+			v.Errors = append(v.Errors, st.Error)
+		}
+	}
+	if stackErr != nil && len(v.Errors) == 0 {
+		v.Errors = append(v.Errors, stackErr.Error())
+	}
+	v.Failed = len(v.Errors) > 0
+	return v
+}
+
+// Render writes p in format f. stackErr, if not nil, is shown as the stack's
+// failure when no step carries it.
+func (r *Renderer) Render(w io.Writer, f Format, p *engine.Preview, stackErr error) error {
+	var buf bytes.Buffer
+	switch f {
+	case JSON:
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(p); err != nil {
+			return fmt.Errorf("render json: %w", err)
+		}
+	case Markdown:
+		if err := r.md.Execute(&buf, newView(p, stackErr)); err != nil {
+			return fmt.Errorf("render markdown: %w", err)
+		}
+	case Text:
+		if err := r.txt.Execute(&buf, newView(p, stackErr)); err != nil {
+			return fmt.Errorf("render text: %w", err)
+		}
+	default:
+		return fmt.Errorf("unknown output format %q", f)
+	}
+	_, err := io.WriteString(w, model.MaskFingerprints(buf.String()))
+	return err
+}
+
+func actionIcon(a engine.Action) string {
+	switch a {
+	case engine.Create:
+		return "+"
+	case engine.Update:
+		return "~"
+	case engine.Delete:
+		return "-"
+	}
+	return "="
+}
+
+// maxValue bounds one value in a comment; the JSON output keeps it whole.
+const maxValue = 300
+
+func value(v any) string {
+	var s string
+	switch t := v.(type) {
+	case nil:
+		s = "null"
+	case string:
+		s = fmt.Sprintf("%q", t)
+	default:
+		b, err := json.Marshal(t)
+		if err != nil {
+			s = fmt.Sprint(t)
+		} else {
+			s = string(b)
+		}
+	}
+	if len(s) > maxValue {
+		s = s[:maxValue] + "…"
+	}
+	return s
+}
+
+func changeLines(c engine.FieldChange) string {
+	switch c.Op {
+	case "add":
+		return "+ " + c.Path + ": " + value(c.To) + "\n"
+	case "remove":
+		return "- " + c.Path + ": " + value(c.From) + "\n"
+	}
+	return "- " + c.Path + ": " + value(c.From) + "\n+ " + c.Path + ": " + value(c.To) + "\n"
+}
+
+func driftLine(c engine.FieldChange) string {
+	return "! " + textChange(c)
+}
+
+func textChange(c engine.FieldChange) string {
+	switch c.Op {
+	case "add":
+		return c.Path + ": (none) => " + value(c.To)
+	case "remove":
+		return c.Path + ": " + value(c.From) + " => (removed)"
+	}
+	return c.Path + ": " + value(c.From) + " => " + value(c.To)
+}
+
+func attributesYAML(r *model.Resource) string {
+	if r == nil {
+		return ""
+	}
+	b, err := yaml.Marshal(r.Attributes)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	s := string(b)
+	// A fence inside the object must not close the code block.
+	s = strings.ReplaceAll(s, "```", "`\u200b``")
+	return s
+}
