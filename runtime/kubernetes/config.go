@@ -1,0 +1,131 @@
+package kubernetes
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Context keys of a Spec (or workspace) that locate the cluster.
+const (
+	ContextKubeconfigPath    = "KUBECONFIG_PATH"
+	ContextKubeconfigContent = "KUBECONFIG_CONTENT"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultFieldManager = "kusionpr"
+	DefaultReadyTimeout = 5 * time.Minute
+	DefaultQPS          = 200
+	DefaultBurst        = 400
+)
+
+// Config says how to reach a cluster and how to change it. The zero value of
+// every field but ForceConflicts means "the default".
+type Config struct {
+	// Kubeconfig is a kubeconfig file path. KubeconfigContent, when set, wins.
+	// With neither, $KUBECONFIG then ~/.kube/config are used (client-go's
+	// loading rules), then the in-cluster service account.
+	Kubeconfig        string
+	KubeconfigContent string
+	// Context selects a kubeconfig context other than the current one.
+	Context string
+
+	// FieldManager owns the fields we apply (server-side apply). Default "kusionpr".
+	FieldManager string
+	// ForceConflicts takes fields over from other managers. Callers default
+	// it to true: the spec is the source of truth.
+	ForceConflicts bool
+	// ReadyTimeout bounds Watch and the wait for a deleted object to be gone. Default 5m.
+	ReadyTimeout time.Duration
+	// QPS and Burst limit client-side request rates. Defaults 200 and 400:
+	// client-go's own default (5 QPS) would throttle a large preview.
+	QPS   float32
+	Burst int
+
+	// Logger receives debug logs (ids and actions only, never object contents)
+	// and the server's warnings. Default: discard.
+	Logger *slog.Logger
+
+	// WrapTransport, if set, wraps the HTTP transport of every client (for
+	// metrics, tracing or tests counting requests).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// ConfigFromContext reads the kubeconfig location from a Spec's context
+// (KUBECONFIG_PATH, KUBECONFIG_CONTENT) and sets ForceConflicts, the caller's
+// default. Other fields are left at their zero value (New's defaults).
+func ConfigFromContext(ctx map[string]any) Config {
+	c := Config{ForceConflicts: true}
+	if s, ok := ctx[ContextKubeconfigPath].(string); ok {
+		c.Kubeconfig = s
+	}
+	if s, ok := ctx[ContextKubeconfigContent].(string); ok {
+		c.KubeconfigContent = s
+	}
+	return c
+}
+
+func (c Config) withDefaults() Config {
+	if c.FieldManager == "" {
+		c.FieldManager = DefaultFieldManager
+	}
+	if c.ReadyTimeout <= 0 {
+		c.ReadyTimeout = DefaultReadyTimeout
+	}
+	if c.QPS <= 0 {
+		c.QPS = DefaultQPS
+	}
+	if c.Burst <= 0 {
+		c.Burst = DefaultBurst
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// restConfig resolves the kubeconfig: content, then path, then $KUBECONFIG and
+// ~/.kube/config (clientcmd's loading rules), then in-cluster.
+func (c Config) restConfig() (*rest.Config, error) {
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.Context}
+	var cc clientcmd.ClientConfig
+	switch {
+	case c.KubeconfigContent != "":
+		raw, err := clientcmd.Load([]byte(c.KubeconfigContent))
+		if err != nil {
+			return nil, fmt.Errorf("parse %s: %w", ContextKubeconfigContent, err)
+		}
+		cc = clientcmd.NewDefaultClientConfig(*raw, overrides)
+	default:
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		if c.Kubeconfig != "" {
+			rules.ExplicitPath = c.Kubeconfig
+		}
+		cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	}
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = c.QPS, c.Burst
+	rc.UserAgent = "kusionpr"
+	rc.WarningHandler = slogWarnings{c.Logger}
+	if c.WrapTransport != nil {
+		rc.Wrap(c.WrapTransport)
+	}
+	return rc, nil
+}
+
+type slogWarnings struct{ l *slog.Logger }
+
+func (w slogWarnings) HandleWarningHeader(code int, agent, message string) {
+	if code == 299 && message != "" {
+		w.l.Warn("kubernetes API warning", "message", message)
+	}
+}

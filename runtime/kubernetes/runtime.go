@@ -1,0 +1,364 @@
+// Package kubernetes is the Kubernetes runtime: it reads, applies (server-side
+// apply, previewed by server-side dry-run), deletes and waits for the objects
+// of Kubernetes resources, through one dynamic client and one cached discovery.
+//
+// A resource's id is apiVersion:kind:namespace:name (apiVersion:kind:name for
+// cluster-scoped kinds) and its attributes are the whole object. Every object
+// returned is normalised (Normalize) and redacted (model.Redact): a Secret's
+// data never leaves the runtime, in results, errors or logs.
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/kusionpr/kusionpr/model"
+)
+
+// Runtime reads and changes Kubernetes objects. It is safe for concurrent use.
+type Runtime struct {
+	cfg       Config
+	log       *slog.Logger
+	dynamic   dynamic.Interface
+	discovery *discoveryCache
+}
+
+// New connects lazily: no request is made until the first operation.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	cfg = cfg.withDefaults()
+	rc, err := cfg.restConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes runtime: %w", err)
+	}
+	return newFromREST(rc, cfg)
+}
+
+func newFromREST(rc *rest.Config, cfg Config) (*Runtime, error) {
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes runtime: %w", err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes runtime: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(rc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes runtime: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return &Runtime{cfg: cfg, log: cfg.Logger, dynamic: dyn, discovery: newDiscoveryCache(mapper)}, nil
+}
+
+func (r *Runtime) client(t target) dynamic.ResourceInterface {
+	if t.namespaced {
+		return r.dynamic.Resource(t.gvr).Namespace(t.id.Namespace)
+	}
+	return r.dynamic.Resource(t.gvr)
+}
+
+// Read returns the live object, or nil when it does not exist or its kind is
+// not (yet) served.
+func (r *Runtime) Read(ctx context.Context, prior *model.Resource, res model.Resource) (*model.Resource, error) {
+	obj, err := r.get(ctx, res.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", res.ID, err)
+	}
+	if obj == nil {
+		return nil, nil
+	}
+	return result(res, obj), nil
+}
+
+// get returns the raw live object, nil if absent (or its kind unknown).
+func (r *Runtime) get(ctx context.Context, id string) (map[string]any, error) {
+	t, err := r.discovery.resolve(id)
+	if meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	u, err := r.client(t).Get(ctx, t.id.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, scrubError(err, nil)
+	}
+	return u.Object, nil
+}
+
+// Apply server-side applies desired (with Force per Config) and returns the
+// server's answer. With dryRun the server computes the result (defaults,
+// webhooks included) and persists nothing. A dry run whose namespace or kind
+// does not exist yet fails like the apply would: only the engine knows
+// whether the same apply creates them first, or the spec is simply wrong.
+func (r *Runtime) Apply(ctx context.Context, prior *model.Resource, desired model.Resource, dryRun bool) (*model.Resource, error) {
+	verb := "apply"
+	if dryRun {
+		verb = "dry-run apply"
+	}
+	obj, err := r.apply(ctx, desired, dryRun)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", verb, desired.ID, err)
+	}
+	return result(desired, obj), nil
+}
+
+func (r *Runtime) apply(ctx context.Context, desired model.Resource, dryRun bool) (map[string]any, error) {
+	t, err := r.discovery.resolve(desired.ID)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := applyBody(t, desired.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", scrubError(err, desired.Attributes))
+	}
+	opts := metav1.PatchOptions{FieldManager: r.cfg.FieldManager, Force: &r.cfg.ForceConflicts}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	start := time.Now()
+	u, err := r.client(t).Patch(ctx, t.id.Name, types.ApplyPatchType, body, opts)
+	if err != nil {
+		return nil, scrubError(err, desired.Attributes)
+	}
+	r.log.Debug("applied", "id", desired.ID, "dryRun", dryRun, "took", time.Since(start))
+	if !dryRun && t.gvk.Group == "apiextensions.k8s.io" && t.gvk.Kind == "CustomResourceDefinition" {
+		r.discovery.forget()
+	}
+	return u.Object, nil
+}
+
+// applyBody is the object sent to the server: desired without server-owned
+// fields, with apiVersion, kind, name and namespace from the id where absent
+// and checked against it where present.
+func applyBody(t target, attrs map[string]any) (map[string]any, error) {
+	obj := Normalize(attrs)
+	if obj == nil {
+		obj = map[string]any{}
+	}
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		if obj["metadata"] != nil {
+			return nil, errors.New("attributes: metadata is not an object")
+		}
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
+	fields := []struct {
+		m     map[string]any
+		key   string
+		want  string
+		label string
+	}{
+		{obj, "apiVersion", t.id.APIVersion, "apiVersion"},
+		{obj, "kind", t.id.Kind, "kind"},
+		{md, "name", t.id.Name, "metadata.name"},
+		{md, "namespace", t.id.Namespace, "metadata.namespace"},
+	}
+	for _, f := range fields {
+		v, present := f.m[f.key]
+		s, _ := v.(string)
+		switch {
+		case !present || v == nil || s == "":
+			if f.want != "" {
+				f.m[f.key] = f.want
+			} else {
+				delete(f.m, f.key)
+			}
+		case s != f.want:
+			return nil, fmt.Errorf("attributes: %s is %q but the id says %q", f.label, s, f.want)
+		}
+	}
+	return obj, nil
+}
+
+// Delete deletes the object (background propagation) and waits, up to the
+// ready timeout, until it is gone: finalizers ran, a namespace emptied. An
+// object that does not exist, or whose kind is not served, is deleted.
+func (r *Runtime) Delete(ctx context.Context, res model.Resource) error {
+	if err := r.delete(ctx, res.ID); err != nil {
+		return fmt.Errorf("delete %s: %w", res.ID, err)
+	}
+	return nil
+}
+
+func (r *Runtime) delete(ctx context.Context, id string) error {
+	t, err := r.discovery.resolve(id)
+	if meta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	bg := metav1.DeletePropagationBackground
+	err = r.client(t).Delete(ctx, t.id.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return scrubError(err, nil)
+	}
+	r.log.Debug("delete requested", "id", id)
+	return r.poll(ctx, func() (bool, string, error) {
+		u, err := r.client(t).Get(ctx, t.id.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, "", scrubError(err, nil)
+		}
+		why := "still present"
+		if f := u.GetFinalizers(); len(f) > 0 {
+			why += " (finalizers: " + strings.Join(f, ", ") + ")"
+		}
+		return false, why, nil
+	}, "not gone after")
+}
+
+// Watch waits until the object is ready (see ready), the context ends or the
+// ready timeout passes. A CRD is ready once Established and served by
+// discovery, so objects of it can be applied right after.
+func (r *Runtime) Watch(ctx context.Context, res model.Resource) error {
+	if err := r.watch(ctx, res.ID); err != nil {
+		return fmt.Errorf("watch %s: %w", res.ID, err)
+	}
+	return nil
+}
+
+func (r *Runtime) watch(ctx context.Context, id string) error {
+	if _, err := model.ParseKubernetesID(id); err != nil {
+		return err
+	}
+	err := r.poll(ctx, func() (bool, string, error) {
+		obj, err := r.get(ctx, id)
+		if err != nil {
+			return false, "", err
+		}
+		ok, why, failed := ready(obj)
+		if failed != nil || !ok {
+			return false, why, failed
+		}
+		if gk, version, isCRD := crdServes(obj); isCRD {
+			r.discovery.forget()
+			if !r.discovery.knows(gk, version) {
+				return false, "established but not yet served by discovery", nil
+			}
+		}
+		return true, "", nil
+	}, "not ready after")
+	if err == nil {
+		r.log.Debug("ready", "id", id)
+	}
+	return err
+}
+
+// crdServes returns the kind a CRD defines and its storage version.
+func crdServes(obj map[string]any) (schema.GroupKind, string, bool) {
+	if str(obj, "apiVersion") != "apiextensions.k8s.io/v1" || str(obj, "kind") != "CustomResourceDefinition" {
+		return schema.GroupKind{}, "", false
+	}
+	gk := schema.GroupKind{Group: str(obj, "spec", "group"), Kind: str(obj, "spec", "names", "kind")}
+	versions, _ := get(obj, "spec", "versions").([]any)
+	version := ""
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if served, _ := m["served"].(bool); served {
+			version = str(m, "name")
+			if storage, _ := m["storage"].(bool); storage {
+				break
+			}
+		}
+	}
+	return gk, version, true
+}
+
+// poll calls check every 250ms (backing off to 1s) until it reports done or
+// an error, the context ends, or the ready timeout passes. The timeout error
+// reads "<what> 5m: <last reason>".
+func (r *Runtime) poll(ctx context.Context, check func() (bool, string, error), what string) error {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(parent, r.cfg.ReadyTimeout)
+	defer cancel()
+	interval := 250 * time.Millisecond
+	var last string
+	for {
+		done, why, err := check()
+		if done {
+			return nil
+		}
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if why != "" {
+			last = why
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if last == "" {
+				last = "no answer"
+			}
+			if parent.Err() == nil {
+				return fmt.Errorf("%s %s: %s", what, shortDuration(r.cfg.ReadyTimeout), last)
+			}
+			return fmt.Errorf("%s: %w", last, parent.Err())
+		case <-t.C:
+		}
+		if interval < time.Second {
+			interval = min(interval*2, time.Second)
+		}
+	}
+}
+
+// shortDuration prints 5m rather than 5m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// result is the resource as returned to the engine: the server's object,
+// normalised and redacted, under the caller's id, dependencies and extensions.
+func result(res model.Resource, obj map[string]any) *model.Resource {
+	out := model.Resource{
+		ID:         res.ID,
+		Type:       model.Kubernetes,
+		Attributes: Normalize(obj),
+		DependsOn:  append([]string(nil), res.DependsOn...),
+		Extensions: res.Extensions,
+	}
+	if len(out.DependsOn) == 0 {
+		out.DependsOn = nil
+	}
+	red := model.Redact(out)
+	return &red
+}
