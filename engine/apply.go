@@ -68,7 +68,7 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 	now := e.now()
 	rel := &model.Release{
 		Project: st.Project, Workspace: st.Workspace, Stack: st.Stack,
-		Spec:  redactSpec(st.Spec),
+		Spec:  e.redactSpec(ctx, st.Spec),
 		State: carriedState(latest),
 		Phase: phase, CreateTime: now, ModifiedTime: now,
 		Origin: st.Origin,
@@ -138,10 +138,11 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 	results := g.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism()}, func(ctx context.Context, id string) error {
 		step := p.ChangeSteps[id]
 		if step.Action == UnChanged {
+			cur := p.current[id]
 			appliedMu.Lock()
-			applied[id] = step.From
+			applied[id] = cur
 			appliedMu.Unlock()
-			saver.put(*step.From)
+			saver.put(*cur)
 			return nil
 		}
 		desired := st.Spec.Resources[desiredIdx[id]]
@@ -161,10 +162,14 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		}
 		log.Info("applying", "id", id, "action", step.Action)
 		out, err := rt.Apply(ctx, priorRes, resolved, false)
+		if out != nil {
+			// A failed apply may still have changed something (a Terraform
+			// resource created, then tainted): record it.
+			saver.put(*out)
+		}
 		if err != nil {
 			return fail(id, fmt.Errorf("apply %s: %w", id, err))
 		}
-		saver.put(*out)
 		appliedMu.Lock()
 		applied[id] = out
 		appliedMu.Unlock()
@@ -264,10 +269,12 @@ func sameRevision(a, b *model.Release) bool {
 	return a.Revision == b.Revision
 }
 
-func redactSpec(s *model.Spec) *model.Spec {
+// redactSpec is the spec as a release records it: sensitive values
+// fingerprinted, the paths each runtime knows of included.
+func (e *Engine) redactSpec(ctx context.Context, s *model.Spec) *model.Spec {
 	out := &model.Spec{SecretStore: s.SecretStore, Context: s.Context}
 	for _, r := range s.Resources {
-		out.Resources = append(out.Resources, model.Redact(r))
+		out.Resources = append(out.Resources, e.publicSpec(ctx, r))
 	}
 	return out
 }

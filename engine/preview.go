@@ -21,7 +21,7 @@ const (
 )
 
 // KnownAfterApply stands for a value that exists only once another resource is applied.
-const KnownAfterApply = "(known after apply)"
+const KnownAfterApply = model.KnownAfterApply
 
 // Step is the preview of one resource. The JSON keeps Kusion's ChangeStep
 // fields (id, action, from, to) and adds the field-level views.
@@ -36,6 +36,9 @@ type Step struct {
 	SpecChanges []FieldChange `json:"specChanges,omitempty"`
 	// Drift is what changed on the live object since the prior release, outside of us.
 	Drift []FieldChange `json:"drift,omitempty"`
+	// Replace lists the fields that force the object to be destroyed and
+	// created again; the action stays Update, as in Kusion.
+	Replace []string `json:"replace,omitempty"`
 	// Error explains why this resource could not be previewed.
 	Error string `json:"error,omitempty"`
 }
@@ -49,6 +52,10 @@ type Preview struct {
 	PriorRevision uint64           `json:"priorRevision,omitempty"`
 	StepKeys      []string         `json:"stepKeys"`
 	ChangeSteps   map[string]*Step `json:"changeSteps"`
+
+	// current holds the live objects as their runtimes returned them, private
+	// state included, for an apply to record the unchanged ones.
+	current map[string]*model.Resource
 }
 
 // Summary counts the steps by action, and the steps with drift or errors.
@@ -127,7 +134,7 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 	if err != nil {
 		return nil, fmt.Errorf("preview %s: %w", st.Stack, err)
 	}
-	p := &Preview{Project: st.Project, Workspace: st.Workspace, Stack: st.Stack, ChangeSteps: map[string]*Step{}}
+	p := &Preview{Project: st.Project, Workspace: st.Workspace, Stack: st.Stack, ChangeSteps: map[string]*Step{}, current: map[string]*model.Resource{}}
 	priorState, priorSpec := model.Resources(nil), model.Resources(nil)
 	if prior != nil {
 		p.PriorRevision = prior.Revision
@@ -162,10 +169,18 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 			}
 		}
 		mu.Unlock()
-		step, cur, err := e.previewResource(ctx, priorRes, priorSpecRes, desired, resolved, unknown, depCreated)
+		step, cur, planned, err := e.previewResource(ctx, priorRes, priorSpecRes, desired, resolved, unknown, depCreated)
 		mu.Lock()
 		steps[id] = step
+		// What refers to a resource being updated sees its planned values
+		// (unknown ones included), not the ones it is about to lose. One
+		// being created has none yet: a dry run's server-made values (a
+		// Service's cluster IP) are not the ones the create will get.
 		live[id] = cur
+		if step.Action == Update {
+			live[id] = planned
+		}
+		p.current[id] = cur
 		mu.Unlock()
 		return err
 	})
@@ -173,7 +188,7 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 		step := steps[id]
 		if step == nil {
 			r := results[id]
-			step = &Step{ID: id, Action: UnChanged, To: ptr(model.Redact(st.Spec.Resources[desiredIdx[id]]))}
+			step = &Step{ID: id, Action: UnChanged, To: ptr(e.publicSpec(ctx, st.Spec.Resources[desiredIdx[id]]))}
 			step.Error = fmt.Sprintf("%s: not previewed: %s", id, describe(r))
 		}
 		p.StepKeys = append(p.StepKeys, id)
@@ -199,7 +214,7 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 		order := dg.Order()
 		for i := len(order) - 1; i >= 0; i-- {
 			r, _ := gone.ByID(order[i])
-			step := &Step{ID: r.ID, Action: Delete, From: ptr(model.Redact(r))}
+			step := &Step{ID: r.ID, Action: Delete, From: ptr(model.Public(r))}
 			if rt, err := e.runtime(r); err != nil {
 				step.Error = err.Error()
 			} else if cur, err := rt.Read(ctx, &r, r); err != nil {
@@ -207,7 +222,7 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 			} else if cur == nil {
 				step.Drift = []FieldChange{{Path: ".", Op: "remove", From: "exists in release " + fmt.Sprint(p.PriorRevision)}}
 			} else {
-				step.From = cur
+				step.From = ptr(model.Public(*cur))
 			}
 			p.StepKeys = append(p.StepKeys, r.ID)
 			p.ChangeSteps[r.ID] = step
@@ -217,26 +232,37 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 }
 
 // previewResource reads the live object, asks the runtime what an apply would
-// make of it, and classifies the difference. It returns the live object for
-// resolving later references.
-func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Resource, desired, resolved model.Resource, unknown bool, depCreated bool) (*Step, *model.Resource, error) {
+// make of it, and classifies the difference. It returns the live and the
+// planned object for resolving later references.
+func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Resource, desired, resolved model.Resource, unknown bool, depCreated bool) (*Step, *model.Resource, *model.Resource, error) {
 	step := &Step{ID: desired.ID}
-	fail := func(err error) (*Step, *model.Resource, error) {
+	fail := func(err error) (*Step, *model.Resource, *model.Resource, error) {
 		step.Error = err.Error()
 		if step.To == nil {
-			step.To = ptr(model.Redact(resolved))
+			step.To = ptr(model.Public(resolved))
 		}
-		return step, nil, err
+		return step, nil, nil, err
 	}
 	rt, err := e.runtime(desired)
 	if err != nil {
 		return fail(err)
 	}
+	paths, err := sensitivePaths(ctx, rt, desired)
+	if err != nil {
+		resolved = maskAll(resolved)
+		return fail(err)
+	}
+	desired, resolved = model.WithSensitivePaths(desired, paths), model.WithSensitivePaths(resolved, paths)
+	if priorSpec != nil {
+		priorSpec = ptr(model.WithSensitivePaths(*priorSpec, paths))
+	}
 	cur, err := rt.Read(ctx, prior, resolved)
 	if err != nil {
 		return fail(fmt.Errorf("read %s: %w", desired.ID, err))
 	}
-	step.From = cur
+	if cur != nil {
+		step.From = ptr(model.Public(*cur))
+	}
 
 	var planned *model.Resource
 	if !unknown {
@@ -250,10 +276,25 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 			planned = nil
 		}
 	}
-	if planned == nil {
+	switch {
+	case planned == nil && cur != nil:
+		// Not plannable yet (a value is known only after another apply): the
+		// live object with what the spec sets, so only those fields show.
+		merged := cur.DeepCopy()
+		merged.Attributes = overlay(merged.Attributes, model.Redact(resolved).Attributes)
+		planned = &merged
+	case planned == nil:
 		planned = ptr(model.Redact(resolved))
+	default:
+		// What the runtime found sensitive while planning is sensitive in the
+		// spec's views too.
+		desired = model.WithSensitivePaths(desired, model.SensitivePaths(*planned))
+		if priorSpec != nil {
+			priorSpec = ptr(model.WithSensitivePaths(*priorSpec, model.SensitivePaths(*planned)))
+		}
 	}
-	step.To = planned
+	step.To = ptr(model.Public(*planned))
+	step.Replace = stringList(planned.Extensions[model.ReplacePathsExtension])
 
 	switch {
 	case cur == nil:
@@ -289,7 +330,76 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 			}
 		}
 	}
-	return step, cur, nil
+	return step, cur, planned, nil
+}
+
+// publicSpec is a spec resource as people may see it, with the sensitive
+// paths its runtime knows of masked; everything is masked when they cannot be
+// known.
+func (e *Engine) publicSpec(ctx context.Context, r model.Resource) model.Resource {
+	rt, err := e.runtime(r)
+	if err != nil {
+		return model.Public(r)
+	}
+	paths, err := sensitivePaths(ctx, rt, r)
+	if err != nil {
+		return model.Public(maskAll(r))
+	}
+	return model.Public(model.WithSensitivePaths(r, paths))
+}
+
+func sensitivePaths(ctx context.Context, rt Runtime, r model.Resource) ([]string, error) {
+	sp, ok := rt.(SensitivePather)
+	if !ok {
+		return nil, nil
+	}
+	paths, err := sp.SensitivePaths(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("sensitive attributes of %s: %w", r.ID, err)
+	}
+	return paths, nil
+}
+
+// maskAll marks every attribute of r sensitive.
+func maskAll(r model.Resource) model.Resource {
+	keys := make([]string, 0, len(r.Attributes))
+	for k := range r.Attributes {
+		keys = append(keys, k)
+	}
+	return model.WithSensitivePaths(r, keys)
+}
+
+// overlay sets every value of top into base, objects merged key by key.
+func overlay(base, top map[string]any) map[string]any {
+	if base == nil {
+		base = map[string]any{}
+	}
+	for k, v := range top {
+		if tm, ok := v.(map[string]any); ok {
+			if bm, ok := base[k].(map[string]any); ok {
+				base[k] = overlay(bm, tm)
+				continue
+			}
+		}
+		base[k] = v
+	}
+	return base
+}
+
+func stringList(v any) []string {
+	switch t := v.(type) {
+	case []string:
+		return t
+	case []any:
+		out := make([]string, 0, len(t))
+		for _, x := range t {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 func describe(r graph.Result) string {

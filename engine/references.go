@@ -22,7 +22,7 @@ func resolveReferences(r model.Resource, all model.Resources, lookup func(id str
 			return KnownAfterApply, true
 		}
 		v, ok := model.Lookup(src.Attributes, refs[0].Path)
-		if !ok {
+		if !ok || v == KnownAfterApply {
 			unknown = true
 			return KnownAfterApply, true
 		}

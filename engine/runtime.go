@@ -27,3 +27,11 @@ type Runtime interface {
 	// readiness timeout passes.
 	Watch(ctx context.Context, r model.Resource) error
 }
+
+// SensitivePather is implemented by runtimes that know, before reading
+// anything, which attributes of a resource hold secrets (a Terraform
+// provider's schema). The engine masks those paths in every view of the spec,
+// including the views of resources that could not be previewed.
+type SensitivePather interface {
+	SensitivePaths(ctx context.Context, r model.Resource) ([]string, error)
+}

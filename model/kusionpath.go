@@ -11,6 +11,11 @@ import (
 // longest first, not by splitting.
 const KusionPathPrefix = "$kusion_path."
 
+// KnownAfterApply stands for a value that exists only once a resource is
+// applied: a reference to a resource not created yet, a value a Terraform
+// provider computes.
+const KnownAfterApply = "(known after apply)"
+
 // Reference is one $kusion_path found in a resource's attributes.
 type Reference struct {
 	// Raw is the whole string as written.

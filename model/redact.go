@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -21,6 +22,27 @@ const (
 // SensitivePathsExtension lists dot-separated attribute paths a runtime found
 // sensitive (for example from a Terraform provider schema).
 const SensitivePathsExtension = "kusionpr.io/sensitive-paths"
+
+// StateExtension holds what a runtime needs to continue from a resource's
+// recorded state beyond its attributes (a Terraform state). It is kept in
+// releases and never rendered: see Public.
+const StateExtension = "kusionpr.io/state"
+
+// ReplacePathsExtension, on a planned resource, lists the attribute paths
+// that force the object to be destroyed and created again.
+const ReplacePathsExtension = "kusionpr.io/replace-paths"
+
+// Public returns r as people may see it: sensitive values fingerprinted and
+// the runtime's private state left out.
+func Public(r Resource) Resource {
+	out := Redact(r)
+	delete(out.Extensions, StateExtension)
+	delete(out.Extensions, ReplacePathsExtension)
+	if len(out.Extensions) == 0 {
+		out.Extensions = nil
+	}
+	return out
+}
 
 // Fingerprint replaces a sensitive value with a short digest of it.
 func Fingerprint(value string) string {
@@ -80,20 +102,72 @@ func SensitivePaths(r Resource) []string {
 	return out
 }
 
+// redactPath fingerprints what path names; a list index is a number segment
+// (Terraform's sensitivity data marks list items too) and "*" stands for
+// every item.
 func redactPath(v any, path []string) {
-	m, ok := v.(map[string]any)
-	if !ok || len(path) == 0 {
+	if len(path) == 0 {
 		return
 	}
-	x, ok := m[path[0]]
-	if !ok {
+	if path[0] == "*" {
+		// Every item of a list or every value of a map: a nested block's
+		// sensitive attribute, whatever the block's position.
+		switch t := v.(type) {
+		case map[string]any:
+			for k := range t {
+				redactPath(t, append([]string{k}, path[1:]...))
+			}
+		case []any:
+			for i := range t {
+				redactPath(t, append([]string{strconv.Itoa(i)}, path[1:]...))
+			}
+		}
 		return
 	}
-	if len(path) > 1 {
-		redactPath(x, path[1:])
-		return
+	switch t := v.(type) {
+	case map[string]any:
+		x, ok := t[path[0]]
+		if !ok {
+			return
+		}
+		if len(path) > 1 {
+			redactPath(x, path[1:])
+			return
+		}
+		t[path[0]] = redactValue(x)
+	case []any:
+		i, err := strconv.Atoi(path[0])
+		if err != nil || i < 0 || i >= len(t) {
+			return
+		}
+		if len(path) > 1 {
+			redactPath(t[i], path[1:])
+			return
+		}
+		t[i] = redactValue(t[i])
 	}
-	m[path[0]] = redactValue(x)
+}
+
+// WithSensitivePaths returns a copy of r whose SensitivePathsExtension also
+// lists paths, so that Redact masks them.
+func WithSensitivePaths(r Resource, paths []string) Resource {
+	if len(paths) == 0 {
+		return r
+	}
+	out := r.DeepCopy()
+	seen := map[string]bool{}
+	var all []any
+	for _, p := range append(SensitivePaths(r), paths...) {
+		if !seen[p] {
+			seen[p] = true
+			all = append(all, p)
+		}
+	}
+	if out.Extensions == nil {
+		out.Extensions = map[string]any{}
+	}
+	out.Extensions[SensitivePathsExtension] = all
+	return out
 }
 
 // redactValue fingerprints every leaf below v.

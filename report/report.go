@@ -143,6 +143,9 @@ func value(v any) string {
 	case nil:
 		s = "null"
 	case string:
+		if t == model.KnownAfterApply || t == model.SensitiveMask {
+			return t
+		}
 		s = fmt.Sprintf("%q", t)
 	default:
 		b, err := json.Marshal(t)

@@ -14,6 +14,7 @@ import (
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
+	"github.com/kusionpr/kusionpr/runtime/terraform"
 )
 
 // Command is what to do with a stack.
@@ -47,6 +48,12 @@ type Options struct {
 	ForceConflicts bool
 	DryRun         bool
 	NoWatch        bool
+	// TerraformBinary is the terraform or tofu executable; default terraform,
+	// then tofu, on PATH.
+	TerraformBinary string
+	// TerraformCache holds Terraform's working folders and plugin cache;
+	// default the user cache folder's kusionpr/terraform.
+	TerraformCache string
 	Origin         *model.Origin
 	Logger         *slog.Logger
 }
@@ -100,11 +107,14 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	}
 	eng := &engine.Engine{
 		Runtimes: map[model.ResourceType]engine.Runtime{
-			model.Kubernetes: &lazyKubernetes{cfg: func() kubernetes.Config {
+			model.Kubernetes: &lazy{build: func(ctx context.Context) (engine.Runtime, error) {
 				c := kubernetes.ConfigFromContext(specCtx)
 				c.ForceConflicts = opts.ForceConflicts
 				c.Logger = opts.Logger
-				return c
+				return kubernetes.New(ctx, c)
+			}},
+			model.Terraform: &lazy{build: func(context.Context) (engine.Runtime, error) {
+				return terraform.New(terraform.Config{Binary: opts.TerraformBinary, CacheDir: opts.TerraformCache, Logger: opts.Logger})
 			}},
 		},
 		Store:       store,
@@ -132,21 +142,22 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	return run
 }
 
-// lazyKubernetes connects on first use, so a stack without Kubernetes
-// resources needs no kubeconfig.
-type lazyKubernetes struct {
-	cfg  func() kubernetes.Config
-	once sync.Once
-	rt   *kubernetes.Runtime
-	err  error
+// lazy builds its runtime on first use, so a stack without Kubernetes
+// resources needs no kubeconfig and one without Terraform resources no
+// terraform binary.
+type lazy struct {
+	build func(ctx context.Context) (engine.Runtime, error)
+	once  sync.Once
+	rt    engine.Runtime
+	err   error
 }
 
-func (l *lazyKubernetes) get(ctx context.Context) (*kubernetes.Runtime, error) {
-	l.once.Do(func() { l.rt, l.err = kubernetes.New(ctx, l.cfg()) })
+func (l *lazy) get(ctx context.Context) (engine.Runtime, error) {
+	l.once.Do(func() { l.rt, l.err = l.build(ctx) })
 	return l.rt, l.err
 }
 
-func (l *lazyKubernetes) Read(ctx context.Context, prior *model.Resource, r model.Resource) (*model.Resource, error) {
+func (l *lazy) Read(ctx context.Context, prior *model.Resource, r model.Resource) (*model.Resource, error) {
 	rt, err := l.get(ctx)
 	if err != nil {
 		return nil, err
@@ -154,7 +165,7 @@ func (l *lazyKubernetes) Read(ctx context.Context, prior *model.Resource, r mode
 	return rt.Read(ctx, prior, r)
 }
 
-func (l *lazyKubernetes) Apply(ctx context.Context, prior *model.Resource, r model.Resource, dryRun bool) (*model.Resource, error) {
+func (l *lazy) Apply(ctx context.Context, prior *model.Resource, r model.Resource, dryRun bool) (*model.Resource, error) {
 	rt, err := l.get(ctx)
 	if err != nil {
 		return nil, err
@@ -162,7 +173,7 @@ func (l *lazyKubernetes) Apply(ctx context.Context, prior *model.Resource, r mod
 	return rt.Apply(ctx, prior, r, dryRun)
 }
 
-func (l *lazyKubernetes) Delete(ctx context.Context, r model.Resource) error {
+func (l *lazy) Delete(ctx context.Context, r model.Resource) error {
 	rt, err := l.get(ctx)
 	if err != nil {
 		return err
@@ -170,10 +181,21 @@ func (l *lazyKubernetes) Delete(ctx context.Context, r model.Resource) error {
 	return rt.Delete(ctx, r)
 }
 
-func (l *lazyKubernetes) Watch(ctx context.Context, r model.Resource) error {
+func (l *lazy) Watch(ctx context.Context, r model.Resource) error {
 	rt, err := l.get(ctx)
 	if err != nil {
 		return err
 	}
 	return rt.Watch(ctx, r)
+}
+
+func (l *lazy) SensitivePaths(ctx context.Context, r model.Resource) ([]string, error) {
+	rt, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if sp, ok := rt.(engine.SensitivePather); ok {
+		return sp.SensitivePaths(ctx, r)
+	}
+	return nil, nil
 }

@@ -66,6 +66,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		force       = fs.Bool("force-conflicts", true, "on apply, take over fields another field manager owns")
 		noWatch     = fs.Bool("no-watch", false, "do not wait for applied resources to become ready")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
+		tfBinary    = fs.String("terraform-binary", os.Getenv("KUSIONPR_TERRAFORM_BINARY"), "terraform or tofu executable (default terraform, then tofu, on PATH; env KUSIONPR_TERRAFORM_BINARY)")
+		tfCache     = fs.String("terraform-cache", os.Getenv("KUSIONPR_TERRAFORM_CACHE"), "folder for Terraform working folders and plugin cache (default the user cache folder's kusionpr/terraform; env KUSIONPR_TERRAFORM_CACHE)")
 	)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args[1:]); err != nil {
@@ -91,6 +93,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	opts := workflow.Options{
 		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism,
 		ForceConflicts: *force, NoWatch: *noWatch, Logger: log, Origin: localOrigin(string(cmd)),
+		TerraformBinary: *tfBinary, TerraformCache: *tfCache,
 	}
 	if cmd != workflow.Preview && !*yes && !*dryRun {
 		// Show the plan first, then ask; the apply itself re-plans under its lock.

@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -28,4 +29,26 @@ func missing(t testing.TB, why string) {
 		t.Fatal(why)
 	}
 	t.Skip(why)
+}
+
+// TerraformBinaries returns every terraform and tofu executable the test
+// environment provides; tests run once with each. The providers come from
+// the environment's filesystem mirror (TF_CLI_CONFIG_FILE).
+func TerraformBinaries(t testing.TB) []string {
+	t.Helper()
+	v := os.Getenv("KUSIONPR_TEST_TERRAFORM_BINARIES")
+	if v == "" || os.Getenv("TF_CLI_CONFIG_FILE") == "" {
+		missing(t, "KUSIONPR_TEST_TERRAFORM_BINARIES or TF_CLI_CONFIG_FILE is not set: run `make test` or `eval \"$(hack/testenv.sh env)\"` after `hack/testenv.sh start`")
+	}
+	var out []string
+	for _, p := range strings.Split(v, ":") {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			missing(t, "terraform binary: "+err.Error())
+		}
+		out = append(out, p)
+	}
+	return out
 }

@@ -1,0 +1,393 @@
+// Package terraform is the Terraform runtime: each resource of Kusion's
+// Terraform model (id providerNamespace:providerName:resourceType:name, the
+// provider in extensions) is planned, applied and destroyed in a working
+// folder of its own through terraform-exec, with terraform or tofu.
+//
+// The working folders are a cache. A resource's Terraform state is recorded in
+// the release (model.StateExtension) and written back before every command,
+// so a runner with an empty cache continues exactly where the release left
+// off. Everything the runtime returns is redacted: sensitive values, from the
+// provider's schema and the plan's sensitivity data, are fingerprints.
+package terraform
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/kusionpr/kusionpr/model"
+)
+
+// Runtime runs Terraform resources. It is safe for concurrent use.
+type Runtime struct {
+	cfg     Config
+	folders *folders
+	schemas *schemas
+
+	// plans keeps the plan a Read made for the dry-run apply that follows
+	// it in a preview: one plan per resource, not two.
+	plansMu sync.Mutex
+	plans   map[[32]byte]*tfjson.Plan
+}
+
+// New checks that a terraform or tofu binary exists and prepares the cache
+// folder; nothing runs until the first operation.
+func New(cfg Config) (*Runtime, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("terraform runtime: %w", err)
+	}
+	f := newFolders(cfg)
+	return &Runtime{cfg: cfg, folders: f, schemas: newSchemas(f), plans: map[[32]byte]*tfjson.Plan{}}, nil
+}
+
+// Binary is the executable the runtime runs.
+func (r *Runtime) Binary() string { return r.cfg.Binary }
+
+// SensitivePaths returns the attributes of res the provider's schema marks
+// sensitive.
+func (r *Runtime) SensitivePaths(ctx context.Context, res model.Resource) ([]string, error) {
+	t, err := parseTarget(res)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.schemas.of(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return s.Sensitive, nil
+}
+
+// Read refreshes res from its recorded state and returns it as it now is,
+// nil when it does not exist (never applied, or gone: a provider that finds
+// its object changed beyond repair reports it gone too). With no recorded
+// state and an import id, the object is read through an import.
+func (r *Runtime) Read(ctx context.Context, prior *model.Resource, res model.Resource) (*model.Resource, error) {
+	importID, _ := res.Extensions[model.ImportIDExtension].(string)
+	if prior == nil && importID == "" {
+		return nil, nil
+	}
+	op := r.begin(ctx, res, prior)
+	if op.err != nil {
+		return nil, op.fail("read", op.err)
+	}
+	if prior != nil && reflect.DeepEqual(*prior, res) {
+		// A recorded resource the spec no longer has: its recorded attributes
+		// are no configuration, so refresh it with only its provider configured.
+		return op.refresh(ctx, r)
+	}
+	plan, err := op.plan(ctx, r, importID, true)
+	if err != nil {
+		return nil, op.fail("read", err)
+	}
+	rc := change(plan, op.t.address())
+	if rc == nil || rc.Change == nil || rc.Change.Before == nil {
+		return nil, nil
+	}
+	before, _ := model.DeepCopyValue(rc.Change.Before).(map[string]any)
+	sensitive := union(op.schema.Sensitive, sensitivePaths(rc.Change.BeforeSensitive, ""), sensitivePaths(rc.Change.AfterSensitive, ""))
+	return op.result(before, sensitive, op.state), nil
+}
+
+// refresh reads the object through a refresh-only plan: the refreshed state
+// is the plan's prior state.
+func (op *operation) refresh(ctx context.Context, r *Runtime) (*model.Resource, error) {
+	var out *model.Resource
+	err := op.run(ctx, r, "", false, func(w *workdir) error {
+		if _, err := w.tf.Plan(ctx, tfexec.RefreshOnly(true), tfexec.Out(planFile)); err != nil {
+			return err
+		}
+		plan, err := w.tf.ShowPlanFile(ctx, planFile)
+		if err != nil {
+			return fmt.Errorf("show plan: %w", err)
+		}
+		if sr := stateResource(plan.PriorState, op.t.address()); sr != nil {
+			sensitive := union(op.schema.Sensitive, sensitivePaths(decodeSensitivity(sr.SensitiveValues), ""))
+			out = op.result(sr.AttributeValues, sensitive, op.state)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, op.fail("read", err)
+	}
+	return out, nil
+}
+
+// Apply plans (dryRun) or applies res. A dry run returns the planned object:
+// values the provider computes during apply are model.KnownAfterApply, and a
+// replacement lists what forces it in model.ReplacePathsExtension. A failed
+// apply returns, with its error, whatever Terraform recorded of the object.
+func (r *Runtime) Apply(ctx context.Context, prior *model.Resource, res model.Resource, dryRun bool) (*model.Resource, error) {
+	importID := ""
+	if prior == nil {
+		importID, _ = res.Extensions[model.ImportIDExtension].(string)
+	}
+	op := r.begin(ctx, res, prior)
+	verb := "apply"
+	if dryRun {
+		verb = "plan"
+	}
+	if op.err != nil {
+		return nil, op.fail(verb, op.err)
+	}
+	if dryRun {
+		plan, err := op.plan(ctx, r, importID, false)
+		if err != nil {
+			return nil, op.fail(verb, err)
+		}
+		return op.planned(plan)
+	}
+	var out *model.Resource
+	err := op.run(ctx, r, importID, true, func(w *workdir) error {
+		applyErr := w.tf.Apply(ctx)
+		raw, err := w.rawState()
+		if err != nil {
+			return errors.Join(applyErr, err)
+		}
+		st, err := w.tf.ShowStateFile(ctx, filepath.Join(w.dir, stateFile))
+		if err != nil {
+			if applyErr != nil {
+				return applyErr
+			}
+			return fmt.Errorf("show state: %w", err)
+		}
+		if sr := stateResource(st, op.t.address()); sr != nil {
+			sensitive := union(op.schema.Sensitive, sensitivePaths(decodeSensitivity(sr.SensitiveValues), ""))
+			out = op.result(sr.AttributeValues, sensitive, raw)
+		}
+		if applyErr == nil && out == nil {
+			return errors.New("the state has no object after apply")
+		}
+		return applyErr
+	})
+	if err != nil {
+		return out, op.fail(verb, err)
+	}
+	return out, nil
+}
+
+// Delete destroys what res's recorded state holds; with nothing recorded
+// there is nothing to destroy.
+func (r *Runtime) Delete(ctx context.Context, res model.Resource) error {
+	op := r.begin(ctx, res, &res)
+	if op.err != nil {
+		return op.fail("destroy", op.err)
+	}
+	if op.state == nil {
+		return nil
+	}
+	if err := op.run(ctx, r, "", false, func(w *workdir) error { return w.tf.Destroy(ctx) }); err != nil {
+		return op.fail("destroy", err)
+	}
+	return nil
+}
+
+// Watch returns at once: an apply returns when Terraform considers the
+// object ready.
+func (r *Runtime) Watch(context.Context, model.Resource) error { return nil }
+
+// operation is one command on one resource: its target, configuration and
+// prior state, and the values to keep out of errors.
+type operation struct {
+	rt     *Runtime
+	res    model.Resource
+	t      target
+	schema resourceSchema
+	state  []byte
+	// secrets are the sensitive values the spec and the prior state hold.
+	secrets []string
+	err     error
+}
+
+// begin prepares an operation; a problem is kept in op.err so that it is
+// reported scrubbed like any other.
+func (r *Runtime) begin(ctx context.Context, res model.Resource, prior *model.Resource) *operation {
+	op := &operation{rt: r, res: res}
+	op.t, op.err = parseTarget(res)
+	if op.err != nil {
+		return op
+	}
+	// The schema is cached; a failure to get it is that of the provider's
+	// installation, which every command would hit.
+	op.schema, op.err = r.schemas.of(ctx, op.t)
+	op.secrets = secretValues(res.Attributes, op.schema.Sensitive)
+	if op.err != nil || prior == nil {
+		return op
+	}
+	switch s := prior.Extensions[model.StateExtension].(type) {
+	case string:
+		op.state = []byte(s)
+		attrs := stateAttributes(op.state, op.t)
+		op.secrets = append(op.secrets, secretValues(attrs, union(op.schema.Sensitive, model.SensitivePaths(*prior)))...)
+	case nil:
+		if prior.Attributes != nil {
+			op.state, op.err = stateFromAttributes(op.t, prior.Attributes, op.schema.Version)
+		}
+	default:
+		op.err = fmt.Errorf("extensions[%q] of the recorded state is not a Terraform state", model.StateExtension)
+	}
+	return op
+}
+
+// run writes the configuration (with the resource or only its provider)
+// and the prior state into the resource's folder, initialises it, and runs fn.
+func (op *operation) run(ctx context.Context, r *Runtime, importID string, withResource bool, fn func(w *workdir) error) error {
+	config, err := op.t.configuration(op.res.Attributes, withResource, importID)
+	if err != nil {
+		return err
+	}
+	return r.folders.with(ctx, op.res.ID, config, op.state, func(w *workdir) error {
+		if err := r.folders.init(ctx, w, op.t.providerKey(r.cfg.Binary)); err != nil {
+			return err
+		}
+		start := time.Now()
+		err := fn(w)
+		r.cfg.Logger.Debug("terraform", "id", op.res.ID, "took", time.Since(start), "failed", err != nil)
+		return err
+	})
+}
+
+// plan makes (or, for the dry run after a Read, reuses) the plan of the
+// resource against its prior state. keep leaves it for the next call.
+func (op *operation) plan(ctx context.Context, r *Runtime, importID string, keep bool) (*tfjson.Plan, error) {
+	config, err := op.t.configuration(op.res.Attributes, true, importID)
+	if err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256([]byte(r.cfg.Binary + "\x00" + string(config) + "\x00" + string(op.state)))
+	r.plansMu.Lock()
+	if p, ok := r.plans[key]; ok && !keep {
+		delete(r.plans, key)
+		r.plansMu.Unlock()
+		return p, nil
+	}
+	r.plansMu.Unlock()
+
+	var plan *tfjson.Plan
+	err = op.run(ctx, r, importID, true, func(w *workdir) error {
+		if _, err := w.tf.Plan(ctx, tfexec.Out(planFile)); err != nil {
+			return err
+		}
+		plan, err = w.tf.ShowPlanFile(ctx, planFile)
+		if err != nil {
+			return fmt.Errorf("show plan: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if keep {
+		r.plansMu.Lock()
+		if len(r.plans) > 1000 {
+			// Reads whose dry run never came (a reference not known yet):
+			// drop them rather than grow.
+			clear(r.plans)
+		}
+		r.plans[key] = plan
+		r.plansMu.Unlock()
+	}
+	return plan, nil
+}
+
+// planned is the object a plan would leave.
+func (op *operation) planned(plan *tfjson.Plan) (*model.Resource, error) {
+	rc := change(plan, op.t.address())
+	if rc == nil || rc.Change == nil {
+		return nil, op.fail("plan", errors.New("the plan has no change for it"))
+	}
+	c := rc.Change
+	sensitive := union(op.schema.Sensitive, sensitivePaths(c.BeforeSensitive, ""), sensitivePaths(c.AfterSensitive, ""))
+	if c.Actions.NoOp() {
+		before, _ := model.DeepCopyValue(c.Before).(map[string]any)
+		return op.result(before, sensitive, op.state), nil
+	}
+	after, _ := model.DeepCopyValue(c.After).(map[string]any)
+	after, _ = markUnknown(after, c.AfterUnknown).(map[string]any)
+	out := op.result(after, sensitive, op.state)
+	if c.Actions.Replace() {
+		paths := replacePaths(c.ReplacePaths)
+		if len(paths) == 0 {
+			paths = []string{"."}
+		}
+		out.Extensions[model.ReplacePathsExtension] = paths
+	}
+	return out, nil
+}
+
+// result is the resource as the runtime returns it: the spec's id, type and
+// extensions, the given attributes redacted, and the state to record.
+func (op *operation) result(attrs map[string]any, sensitive []string, state []byte) *model.Resource {
+	out := model.Resource{ID: op.res.ID, Type: model.Terraform, Attributes: attrs, DependsOn: op.res.DependsOn}
+	out.Extensions = map[string]any{}
+	for k, v := range op.res.Extensions {
+		out.Extensions[k] = model.DeepCopyValue(v)
+	}
+	delete(out.Extensions, model.StateExtension)
+	delete(out.Extensions, model.ReplacePathsExtension)
+	if state != nil {
+		out.Extensions[model.StateExtension] = string(state)
+	}
+	out = model.Redact(model.WithSensitivePaths(out, sensitive))
+	return &out
+}
+
+// fail wraps err with what was being done, every sensitive value masked.
+func (op *operation) fail(verb string, err error) error {
+	msg := strings.TrimSpace(err.Error())
+	for _, s := range op.secrets {
+		msg = strings.ReplaceAll(msg, s, model.SensitiveMask)
+	}
+	// The message is rebuilt, so keep what callers test for.
+	for _, sentinel := range []error{context.Canceled, context.DeadlineExceeded, ErrNoBinary} {
+		if errors.Is(err, sentinel) {
+			return fmt.Errorf("terraform %s: %s (%w)", verb, msg, sentinel)
+		}
+	}
+	return fmt.Errorf("terraform %s: %s", verb, msg)
+}
+
+// secretValues collects the string values at paths, to scrub them from
+// messages. Short values would mask unrelated words and are left.
+func secretValues(attrs map[string]any, paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		collect(attrs, strings.Split(p, "."), &out)
+	}
+	return out
+}
+
+func collect(v any, path []string, out *[]string) {
+	if len(path) == 0 {
+		model.ReplaceStrings(v, func(s string) (any, bool) {
+			if len(s) >= 4 && !model.IsFingerprint(s) {
+				*out = append(*out, s)
+			}
+			return nil, false
+		})
+		return
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		if path[0] == "*" {
+			for _, x := range t {
+				collect(x, path[1:], out)
+			}
+			return
+		}
+		collect(t[path[0]], path[1:], out)
+	case []any:
+		for _, x := range t {
+			collect(x, path[1:], out)
+		}
+	}
+}

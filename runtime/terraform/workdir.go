@@ -1,0 +1,143 @@
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+)
+
+const (
+	configFile = "main.tf.json"
+	stateFile  = "terraform.tfstate"
+	planFile   = "tfplan"
+	// initMarker records which providers the folder was initialised for.
+	initMarker = ".terraform/kusionpr-init"
+)
+
+// workdir is the working folder of one resource. The folder is only a cache:
+// every operation rewrites its configuration and its state from the release,
+// so a fresh machine (or a deleted cache) continues where the release says.
+type workdir struct {
+	dir string
+	tf  *tfexec.Terraform
+}
+
+// folders hands out working folders, one operation at a time per folder.
+type folders struct {
+	cfg Config
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+	// initMu serialises init: the plugin cache is not safe for concurrent
+	// installs.
+	initMu sync.Mutex
+}
+
+func newFolders(cfg Config) *folders {
+	return &folders{cfg: cfg, locks: map[string]*sync.Mutex{}}
+}
+
+func (f *folders) lock(dir string) func() {
+	f.mu.Lock()
+	l, ok := f.locks[dir]
+	if !ok {
+		l = &sync.Mutex{}
+		f.locks[dir] = l
+	}
+	f.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// with runs fn in t's folder after writing its configuration and state.
+// state nil means no state: the resource does not exist yet.
+func (f *folders) with(ctx context.Context, key string, config, state []byte, fn func(w *workdir) error) error {
+	sum := sha256.Sum256([]byte(f.cfg.Binary + "\x00" + key))
+	dir := filepath.Join(f.cfg.CacheDir, "work", hex.EncodeToString(sum[:10]))
+	unlock := f.lock(dir)
+	defer unlock()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("working folder: %w", err)
+	}
+	release, err := lockFile(ctx, filepath.Join(dir, ".lock"))
+	if err != nil {
+		return fmt.Errorf("working folder: %w", err)
+	}
+	defer release()
+
+	if err := writeFile(filepath.Join(dir, configFile), config); err != nil {
+		return err
+	}
+	for _, name := range []string{stateFile, stateFile + ".backup", planFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("working folder: %w", err)
+		}
+	}
+	if state != nil {
+		if err := writeFile(filepath.Join(dir, stateFile), state); err != nil {
+			return err
+		}
+	}
+	tf, err := tfexec.NewTerraform(dir, f.cfg.Binary)
+	if err != nil {
+		return fmt.Errorf("terraform: %w", err)
+	}
+	if err := tf.SetEnv(f.cfg.environ()); err != nil {
+		return fmt.Errorf("terraform environment: %w", err)
+	}
+	return fn(&workdir{dir: dir, tf: tf})
+}
+
+// init installs the providers the configuration needs unless the folder was
+// initialised for the same ones already.
+func (f *folders) init(ctx context.Context, w *workdir, providerKey string) error {
+	marker := filepath.Join(w.dir, initMarker)
+	if b, err := os.ReadFile(marker); err == nil && string(b) == providerKey {
+		return nil
+	}
+	f.initMu.Lock()
+	defer f.initMu.Unlock()
+	release, err := lockFile(ctx, filepath.Join(f.cfg.PluginCacheDir, ".lock"))
+	if err != nil {
+		return fmt.Errorf("plugin cache: %w", err)
+	}
+	defer release()
+	start := time.Now()
+	if err := w.tf.Init(ctx, tfexec.Upgrade(false)); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	f.cfg.Logger.Debug("terraform init", "dir", w.dir, "took", time.Since(start))
+	return writeFile(marker, []byte(providerKey))
+}
+
+// rawState is the folder's state file, nil when Terraform wrote none.
+func (w *workdir) rawState() ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(w.dir, stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	return bytes.TrimSpace(b), nil
+}
+
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("working folder: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("working folder: %w", err)
+	}
+	return nil
+}
