@@ -168,14 +168,14 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 			saver.put(*out)
 		}
 		if err != nil {
-			return fail(id, fmt.Errorf("apply %s: %w", id, err))
+			return fail(id, err) // runtimes name the resource and the verb
 		}
 		appliedMu.Lock()
 		applied[id] = out
 		appliedMu.Unlock()
 		if !opts.NoWatch {
 			if err := rt.Watch(ctx, *out); err != nil {
-				return fail(id, fmt.Errorf("watch %s: %w", id, err))
+				return fail(id, err)
 			}
 		}
 		return nil
@@ -205,7 +205,7 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 			}
 			log.Info("deleting", "id", id)
 			if err := rt.Delete(ctx, r); err != nil {
-				return fail(id, fmt.Errorf("delete %s: %w", id, err))
+				return fail(id, err)
 			}
 			saver.remove(id)
 			return nil

@@ -218,7 +218,7 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 			if rt, err := e.runtime(r); err != nil {
 				step.Error = err.Error()
 			} else if cur, err := rt.Read(ctx, &r, r); err != nil {
-				step.Error = fmt.Sprintf("read %s: %v", r.ID, err)
+				step.Error = err.Error()
 			} else if cur == nil {
 				step.Drift = []FieldChange{{Path: ".", Op: "remove", From: "exists in release " + fmt.Sprint(p.PriorRevision)}}
 			} else {
@@ -258,7 +258,7 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 	}
 	cur, err := rt.Read(ctx, prior, resolved)
 	if err != nil {
-		return fail(fmt.Errorf("read %s: %w", desired.ID, err))
+		return fail(err)
 	}
 	if cur != nil {
 		step.From = ptr(model.Public(*cur))
@@ -271,7 +271,7 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 			// An object whose namespace or definition is created by this same
 			// apply cannot be dry-run yet; what it will be is what the spec says.
 			if cur != nil || !depCreated {
-				return fail(fmt.Errorf("dry-run %s: %w", desired.ID, err))
+				return fail(err)
 			}
 			planned = nil
 		}

@@ -12,7 +12,8 @@ import (
 
 // Runtime reads and changes the real objects of one resource type
 // (model.Kubernetes, model.Terraform). Every resource a Runtime returns has
-// its sensitive values redacted with model.Redact.
+// its sensitive values redacted with model.Redact, and every error it returns
+// starts with what it was doing and the resource id ("apply <id>: ...").
 type Runtime interface {
 	// Read returns the live object for r, or nil when it does not exist
 	// (including a kind the server does not know yet). prior is the last

@@ -344,16 +344,20 @@ func (op *operation) result(attrs map[string]any, sensitive []string, state []by
 // fail wraps err with what was being done, every sensitive value masked.
 func (op *operation) fail(verb string, err error) error {
 	msg := strings.TrimSpace(err.Error())
+	// terraform-exec puts the exit status first; Terraform's own words follow.
+	if first, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(first, "exit status ") {
+		msg = strings.TrimSpace(rest)
+	}
 	for _, s := range op.secrets {
 		msg = strings.ReplaceAll(msg, s, model.SensitiveMask)
 	}
 	// The message is rebuilt, so keep what callers test for.
 	for _, sentinel := range []error{context.Canceled, context.DeadlineExceeded, ErrNoBinary} {
 		if errors.Is(err, sentinel) {
-			return fmt.Errorf("terraform %s: %s (%w)", verb, msg, sentinel)
+			return fmt.Errorf("%s %s: %s (%w)", verb, op.res.ID, msg, sentinel)
 		}
 	}
-	return fmt.Errorf("terraform %s: %s", verb, msg)
+	return fmt.Errorf("%s %s: %s", verb, op.res.ID, msg)
 }
 
 // secretValues collects the string values at paths, to scrub them from

@@ -124,12 +124,12 @@ func TestStateFromAttributes(t *testing.T) {
 }
 
 func TestFailMasksSecrets(t *testing.T) {
-	op := &operation{secrets: secretValues(map[string]any{"password": "hunter2-long", "blocks": []any{map[string]any{"key": "k3y-value"}}}, []string{"password", "blocks.*.key"})}
-	err := op.fail("apply", errors.New("provider said: hunter2-long and k3y-value are wrong"))
+	op := &operation{res: model.Resource{ID: "hashicorp:x:x_thing:a"}, secrets: secretValues(map[string]any{"password": "hunter2-long", "blocks": []any{map[string]any{"key": "k3y-value"}}}, []string{"password", "blocks.*.key"})}
+	err := op.fail("apply", errors.New("exit status 1\n\nError: provider said: hunter2-long and k3y-value are wrong"))
 	if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "k3y-value") {
 		t.Errorf("error shows a secret: %v", err)
 	}
-	if !strings.Contains(err.Error(), "terraform apply: provider said: (sensitive) and (sensitive) are wrong") {
+	if !strings.Contains(err.Error(), "apply hashicorp:x:x_thing:a: Error: provider said: (sensitive) and (sensitive) are wrong") {
 		t.Errorf("error = %v", err)
 	}
 }

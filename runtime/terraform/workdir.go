@@ -20,6 +20,8 @@ const (
 	configFile = "main.tf.json"
 	stateFile  = "terraform.tfstate"
 	planFile   = "tfplan"
+	// lockFileName is Terraform's dependency lock file.
+	lockFileName = ".terraform.lock.hcl"
 	// initMarker records which providers the folder was initialised for.
 	initMarker = ".terraform/kusionpr-init"
 )
@@ -112,11 +114,28 @@ func (f *folders) init(ctx context.Context, w *workdir, providerKey string) erro
 		return fmt.Errorf("plugin cache: %w", err)
 	}
 	defer release()
+	// A folder initialised without a lock file installs the provider into
+	// the plugin cache again, replacing the binary other folders are running
+	// at that moment. With the lock file of an earlier init of the same
+	// providers, init only links the cached copy.
+	sum := sha256.Sum256([]byte(providerKey))
+	shared := filepath.Join(f.cfg.CacheDir, "locks", hex.EncodeToString(sum[:10])+".hcl")
+	own := filepath.Join(w.dir, lockFileName)
+	if b, err := os.ReadFile(shared); err == nil {
+		if err := writeFile(own, b); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	if err := w.tf.Init(ctx, tfexec.Upgrade(false)); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
 	f.cfg.Logger.Debug("terraform init", "dir", w.dir, "took", time.Since(start))
+	if b, err := os.ReadFile(own); err == nil {
+		if err := writeFile(shared, b); err != nil {
+			return err
+		}
+	}
 	return writeFile(marker, []byte(providerKey))
 }
 
