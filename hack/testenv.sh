@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The local test environment: a real etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler and kwok (one simulated node). Binaries are built once from the Go
-# module proxy and cached; later starts take about 15 s.
+# kube-scheduler and kwok (one simulated node), plus OpenTofu and the providers
+# hashicorp/local and hashicorp/time in a filesystem mirror, so Terraform tests run
+# without the public registry. Binaries are built once from the Go module proxy and
+# cached; later starts take about 15 s.
 #
 #   hack/testenv.sh build   build or reuse the cached binaries
 #   hack/testenv.sh start   build if needed, start everything, write the kubeconfig
@@ -11,10 +13,16 @@ set -euo pipefail
 
 K8S_VERSION=1.32.4
 KWOK_VERSION=0.7.0
+TOFU_VERSION=1.12.6
+TF_LOCAL_VERSION=1.4.0
+TF_TIME_VERSION=0.14.2
 CACHE=${KUSIONPR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kusionpr}
 BIN=$CACHE/testenv/bin
 RUN=${KUSIONPR_TESTENV_DIR:-$CACHE/testenv/run}
 KUBECONFIG_OUT=$RUN/kubeconfig
+# Outside $RUN, which every start wipes.
+MIRROR=$CACHE/testenv/terraform-mirror
+TF_CLI_CONFIG=$CACHE/testenv/terraformrc
 
 log() { printf 'testenv: %s\n' "$*" >&2; }
 die() { printf 'testenv: error: %s\n' "$*" >&2; exit 1; }
@@ -65,6 +73,96 @@ build_kwok() {
   GOBIN=$BIN CGO_ENABLED=0 go install "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION" || die "building kwok failed"
 }
 
+# mod_dir MODULE@VERSION: download the module from the proxy, print its folder.
+mod_dir() {
+  local dir
+  dir=$(go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then die "could not download $1"; fi
+  echo "$dir"
+}
+
+build_tofu() {
+  [ -x "$BIN/tofu" ] && return
+  log "building OpenTofu v$TOFU_VERSION (about 4 minutes on 2 cores, once)"
+  # go install ...@version refuses the module (its go.mod has a replace
+  # directive); building inside the downloaded module works.
+  local dir
+  dir=$(mod_dir "github.com/opentofu/opentofu@v$TOFU_VERSION") || exit 1
+  mkdir -p "$BIN"
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+    -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$BIN/tofu.tmp" ./cmd/tofu) \
+    || die "building tofu failed"
+  mv "$BIN/tofu.tmp" "$BIN/tofu"
+}
+
+# build_provider TYPE VERSION MODULE: put terraform-provider-TYPE into the mirror
+# as hashicorp/TYPE, under both registry.terraform.io and registry.opentofu.org
+# (tofu resolves "hashicorp/TYPE" to the latter).
+build_provider() {
+  local type=$1 version=$2 module=$3
+  local file=terraform-provider-${type}_v$version platform tf tofu tmp
+  platform=$(go env GOOS)_$(go env GOARCH)
+  tf=$MIRROR/registry.terraform.io/hashicorp/$type/$version/$platform
+  tofu=$MIRROR/registry.opentofu.org/hashicorp/$type/$version/$platform
+  if [ ! -x "$tf/$file" ]; then
+    log "building terraform-provider-$type v$version"
+    mkdir -p "$tf"
+    tmp=$(mktemp -d "$CACHE/testenv/provider.XXXXXX")
+    GOBIN=$tmp CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "$module@v$version" \
+      || { rm -rf "$tmp"; die "building terraform-provider-$type failed"; }
+    mv "$tmp/terraform-provider-$type" "$tf/$file.tmp"
+    rm -rf "$tmp"
+    mv "$tf/$file.tmp" "$tf/$file"
+  fi
+  if [ ! -x "$tofu/$file" ]; then
+    mkdir -p "$tofu"
+    cp "$tf/$file" "$tofu/$file.tmp"
+    mv "$tofu/$file.tmp" "$tofu/$file"
+  fi
+}
+
+# OpenTofu and the two providers the tests use, offline: a filesystem mirror and a
+# CLI configuration that installs hashicorp/* from it and nothing from the network.
+# (dev_overrides would skip the mirror but make "init" fail offline.)
+build_terraform() {
+  build_tofu
+  build_provider local "$TF_LOCAL_VERSION" github.com/terraform-providers/terraform-provider-local
+  build_provider time "$TF_TIME_VERSION" github.com/hashicorp/terraform-provider-time
+  cat >"$TF_CLI_CONFIG.tmp" <<RC
+provider_installation {
+  filesystem_mirror {
+    path    = "$MIRROR"
+    include = ["registry.terraform.io/hashicorp/*", "registry.opentofu.org/hashicorp/*"]
+  }
+  direct {
+    exclude = ["registry.terraform.io/*/*", "registry.opentofu.org/*/*"]
+  }
+}
+RC
+  mv "$TF_CLI_CONFIG.tmp" "$TF_CLI_CONFIG"
+}
+
+# terraform_binaries: the Terraform-compatible binaries tests run, colon-separated:
+# terraform from PATH if there is one, and the built tofu.
+terraform_binaries() {
+  local list=() p
+  if p=$(command -v terraform 2>/dev/null); then
+    case "$p" in /*) ;; *) p=$(cd "$(dirname "$p")" && pwd)/$(basename "$p") ;; esac
+    list+=("$p")
+  fi
+  [ -x "$BIN/tofu" ] && list+=("$BIN/tofu")
+  local IFS=:
+  echo "${list[*]}"
+}
+
+print_env() {
+  printf 'export %s=%q\n' \
+    KUSIONPR_TEST_KUBECONFIG "$KUBECONFIG_OUT" \
+    TF_CLI_CONFIG_FILE "$TF_CLI_CONFIG" \
+    CHECKPOINT_DISABLE 1 \
+    KUSIONPR_TEST_TERRAFORM_BINARIES "$(terraform_binaries)"
+}
+
 need_tools() {
   command -v openssl >/dev/null 2>&1 || {
     [ "$(id -u)" -eq 0 ] || die "openssl is missing (apt-get install openssl)"
@@ -79,6 +177,7 @@ build() {
   need_etcd
   build_kubernetes
   build_kwok
+  build_terraform
 }
 
 free_port() {
@@ -102,6 +201,8 @@ running() { [ -f "$RUN/pids" ] && while read -r p; do kill -0 "$p" 2>/dev/null |
 
 start() {
   if running && kubectl --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz >/dev/null 2>&1; then
+    # The cluster may predate the Terraform tools; cached, this takes no time.
+    need_tools; build_terraform
     log "already running ($KUBECONFIG_OUT)"; return
   fi
   stop >/dev/null 2>&1 || true
@@ -211,6 +312,6 @@ case "${1:-}" in
   build) build ;;
   start) start ;;
   stop) stop ;;
-  env) echo "export KUSIONPR_TEST_KUBECONFIG=$KUBECONFIG_OUT" ;;
+  env) print_env ;;
   *) echo "usage: $0 build|start|stop|env" >&2; exit 2 ;;
 esac

@@ -142,8 +142,10 @@ type cli struct {
 	t          *testing.T
 	kubeconfig string
 	backend    string
-	mu         sync.Mutex
-	printed    bytes.Buffer
+	// extra is added to every command line.
+	extra   []string
+	mu      sync.Mutex
+	printed bytes.Buffer
 }
 
 func (c *cli) run(args ...string) (stdout, stderr string, code int) {
@@ -151,7 +153,7 @@ func (c *cli) run(args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	code = run(ctx, append(args, "--backend", c.backend), strings.NewReader(""), &out, &errb)
+	code = run(ctx, append(append(args, "--backend", c.backend), c.extra...), strings.NewReader(""), &out, &errb)
 	c.mu.Lock()
 	c.printed.Write(out.Bytes())
 	c.printed.Write(errb.Bytes())
@@ -172,7 +174,14 @@ type previewJSON struct {
 			From any    `json:"from"`
 			To   any    `json:"to"`
 		} `json:"drift"`
-		Error string `json:"error"`
+		Error   string   `json:"error"`
+		Replace []string `json:"replace"`
+		From    *struct {
+			Attributes map[string]any `json:"attributes"`
+		} `json:"from"`
+		To *struct {
+			Attributes map[string]any `json:"attributes"`
+		} `json:"to"`
 	} `json:"changeSteps"`
 }
 
