@@ -62,6 +62,51 @@ type Store struct {
 	bucket *blob.Bucket // nil for stores built in tests over a fake
 	obj    objects
 	prefix string // "" or ends in "/"
+
+	// Lease is how long a running release holds the stack without a sign of
+	// life (a write: its state, its heartbeat). Past it, the next Begin
+	// supersedes the release as abandoned. Holders write at least every
+	// Lease/5 (see HeartbeatInterval). Default DefaultLease.
+	Lease time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultLease suits runners that die with their machine: a crashed apply
+// blocks its stack for five minutes at most.
+const DefaultLease = 5 * time.Minute
+
+func (s *Store) lease() time.Duration {
+	if s.Lease > 0 {
+		return s.Lease
+	}
+	return DefaultLease
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// HeartbeatInterval is how often a holder must show it is alive.
+func (s *Store) HeartbeatInterval() time.Duration { return s.lease() / 5 }
+
+// ErrSuperseded is wrapped by Update's error when the release was ended by
+// someone else (superseded after its lease, or unlocked): its holder must stop.
+var ErrSuperseded = model.ErrSuperseded
+
+// lastSign is when r last showed its holder alive.
+func lastSign(r *model.Release) time.Time {
+	t := r.ModifiedTime
+	if r.CreateTime.After(t) {
+		t = r.CreateTime
+	}
+	if r.Origin != nil && r.Origin.Heartbeat.After(t) {
+		t = r.Origin.Heartbeat
+	}
+	return t
 }
 
 // Open opens the bucket at a gocloud.dev/blob URL (file:// and mem:// are
@@ -75,6 +120,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("open backend %q: %w", rawURL, err)
+	}
+	if u.Scheme == "oss" {
+		return openS3(ctx, u, s3Credentials{})
 	}
 	q := u.Query()
 	prefix, err := cleanPrefix(q.Get("prefix"))
@@ -104,10 +152,14 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		return nil, fmt.Errorf("open backend %q: %w", rawURL, err)
 	}
 	s := &Store{bucket: b, prefix: prefix}
-	if dir != "" {
+	switch {
+	case dir != "":
 		s.obj = fileObjects{bucketObjects: bucketObjects{b}, dir: dir}
-	} else {
+	case u.Scheme == "mem":
 		s.obj = bucketObjects{b}
+	default:
+		s.obj = bucketObjects{b}
+		return checked(ctx, s, location(u), u.Host)
 	}
 	return s, nil
 }
@@ -352,7 +404,7 @@ func (s *Store) Create(ctx context.Context, r *model.Release) error {
 	if err := checkRelease(r); err != nil {
 		return fmt.Errorf("create release: %w", err)
 	}
-	now := time.Now().UTC().Truncate(time.Second)
+	now := s.now().Truncate(time.Second)
 	if r.CreateTime.IsZero() {
 		r.CreateTime = now
 	}
@@ -386,14 +438,16 @@ func (s *Store) Update(ctx context.Context, r *model.Release) error {
 		return fmt.Errorf("update release: %w", err)
 	}
 	key := s.releaseKey(r.Project, r.Workspace, r.Revision)
-	ok, err := s.obj.exists(ctx, key)
+	stored, err := s.Get(ctx, r.Project, r.Workspace, r.Revision)
 	if err != nil {
-		return fmt.Errorf("update release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, err)
+		return fmt.Errorf("update release: %w", err)
 	}
-	if !ok {
-		return fmt.Errorf("update release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, ErrNotFound)
+	if stored.Phase.Ended() && isTakeover(stored.Message) {
+		// Someone ended this release while its holder ran (it was taken as
+		// abandoned, or unlocked): the holder must not bring it back.
+		return fmt.Errorf("update release %s/%s/%d: %w: %s", r.Project, r.Workspace, r.Revision, ErrSuperseded, stored.Message)
 	}
-	r.ModifiedTime = time.Now().UTC().Truncate(time.Second)
+	r.ModifiedTime = s.now().Truncate(time.Second)
 	data, err := encodeRelease(r)
 	if err != nil {
 		return err
@@ -415,14 +469,82 @@ func (s *Store) Update(ctx context.Context, r *model.Release) error {
 // returns the release before r (nil if r is the first), whose state the
 // caller diffs against. On error r.Revision is left as it was.
 func (s *Store) Begin(ctx context.Context, r *model.Release) (prior *model.Release, err error) {
+	prior, abandoned, err := s.begin(ctx, r)
+	if err != nil || abandoned == nil {
+		return prior, err
+	}
+	// Our slot follows the abandoned release: end it, saying why. Only the
+	// winner of the slot gets here, so only one runner writes this.
+	abandoned.Phase = model.PhaseFailed
+	abandoned.Message = fmt.Sprintf("%s revision %d: no sign of life since %s, past the %s lease",
+		supersededPrefix, r.Revision, lastSign(abandoned).Format(time.RFC3339), s.lease())
+	if err := s.write(ctx, abandoned); err != nil {
+		return nil, fmt.Errorf("begin release: took revision %d, but marking abandoned revision %d failed: %w", r.Revision, abandoned.Revision, err)
+	}
+	return abandoned, nil
+}
+
+// Unlock ends the running release of a project's workspace by hand, as
+// Kusion's `release unlock` does: it becomes failed, with who unlocked it and
+// why. Its holder, if still alive, is refused its next write.
+func (s *Store) Unlock(ctx context.Context, project, workspace, who, why string) (*model.Release, error) {
+	latest, err := s.Latest(ctx, project, workspace)
+	if err != nil {
+		return nil, fmt.Errorf("unlock %s/%s: %w", project, workspace, err)
+	}
+	if latest == nil {
+		return nil, fmt.Errorf("unlock %s/%s: there is no release", project, workspace)
+	}
+	if latest.Phase.Ended() {
+		return nil, fmt.Errorf("unlock %s/%s: nothing holds it: the latest release, %d, is %s", project, workspace, latest.Revision, latest.Phase)
+	}
+	if strings.TrimSpace(who) == "" || strings.TrimSpace(why) == "" {
+		return nil, fmt.Errorf("unlock %s/%s: say who unlocks and why: both are recorded in release %d", project, workspace, latest.Revision)
+	}
+	latest.Phase = model.PhaseFailed
+	latest.Message = fmt.Sprintf("%s %s at %s: %s", unlockedPrefix, who, s.now().Format(time.RFC3339), why)
+	if err := s.write(ctx, latest); err != nil {
+		return nil, fmt.Errorf("unlock %s/%s: %w", project, workspace, err)
+	}
+	return latest, nil
+}
+
+const (
+	supersededPrefix = "abandoned: superseded by"
+	unlockedPrefix   = "unlocked by"
+)
+
+// isTakeover tells a message Begin or Unlock wrote.
+func isTakeover(msg string) bool {
+	return strings.HasPrefix(msg, supersededPrefix) || strings.HasPrefix(msg, unlockedPrefix)
+}
+
+// write rewrites an existing release unconditionally (Begin and Unlock ending
+// someone else's release).
+func (s *Store) write(ctx context.Context, r *model.Release) error {
+	r.ModifiedTime = s.now().Truncate(time.Second)
+	data, err := encodeRelease(r)
+	if err != nil {
+		return err
+	}
+	if err := s.obj.write(ctx, s.releaseKey(r.Project, r.Workspace, r.Revision), data, false); err != nil {
+		return err
+	}
+	_ = s.recordInIndex(ctx, r)
+	return nil
+}
+
+// begin takes the next slot; abandoned is the running release past its lease
+// that the slot supersedes, if any.
+func (s *Store) begin(ctx context.Context, r *model.Release) (prior, abandoned *model.Release, err error) {
 	if r == nil {
-		return nil, errors.New("begin release: release is nil")
+		return nil, nil, errors.New("begin release: release is nil")
 	}
 	if err := validNames(r.Project, r.Workspace); err != nil {
-		return nil, fmt.Errorf("begin release: %w", err)
+		return nil, nil, fmt.Errorf("begin release: %w", err)
 	}
 	if r.Phase == "" || r.Phase.Ended() {
-		return nil, fmt.Errorf("begin release %s/%s: phase %q does not hold the stack; begin with a running phase", r.Project, r.Workspace, r.Phase)
+		return nil, nil, fmt.Errorf("begin release %s/%s: phase %q does not hold the stack; begin with a running phase", r.Project, r.Workspace, r.Phase)
 	}
 	orig := r.Revision
 	defer func() {
@@ -433,10 +555,14 @@ func (s *Store) Begin(ctx context.Context, r *model.Release) (prior *model.Relea
 	for attempt := 0; attempt < beginAttempts; attempt++ {
 		latest, err := s.Latest(ctx, r.Project, r.Workspace)
 		if err != nil {
-			return nil, fmt.Errorf("begin release: %w", err)
+			return nil, nil, fmt.Errorf("begin release: %w", err)
 		}
+		abandoned = nil
 		if latest != nil && !latest.Phase.Ended() {
-			return nil, heldBy(latest)
+			if s.now().Sub(lastSign(latest)) <= s.lease() {
+				return nil, nil, heldBy(latest)
+			}
+			abandoned = latest
 		}
 		r.Revision = 1
 		if latest != nil {
@@ -444,21 +570,21 @@ func (s *Store) Begin(ctx context.Context, r *model.Release) (prior *model.Relea
 		}
 		err = s.Create(ctx, r)
 		if err == nil {
-			return latest, nil
+			return latest, abandoned, nil
 		}
 		if !errors.Is(err, ErrRevisionTaken) {
-			return nil, fmt.Errorf("begin release: %w", err)
+			return nil, nil, fmt.Errorf("begin release: %w", err)
 		}
 		winner, err := s.Get(ctx, r.Project, r.Workspace, r.Revision)
 		if err != nil {
-			return nil, fmt.Errorf("begin release: revision %d was taken: %w", r.Revision, err)
+			return nil, nil, fmt.Errorf("begin release: revision %d was taken: %w", r.Revision, err)
 		}
 		if !winner.Phase.Ended() {
-			return nil, heldBy(winner)
+			return nil, nil, heldBy(winner)
 		}
 		// The winner has run and ended already: try the slot after it.
 	}
-	return nil, fmt.Errorf("begin release %s/%s: lost the next revision slot %d times in a row to releases that ended at once: %w",
+	return nil, nil, fmt.Errorf("begin release %s/%s: lost the next revision slot %d times in a row to releases that ended at once: %w",
 		r.Project, r.Workspace, beginAttempts, ErrRevisionTaken)
 }
 

@@ -544,6 +544,7 @@ func TestBeginHeld(t *testing.T) {
 	}
 	holder = release("p", "w", model.PhaseApplying, "alice")
 	holder.CreateTime = time.Date(2026, 11, 22, 3, 4, 5, 0, time.UTC)
+	s.Now = func() time.Time { return holder.CreateTime.Add(time.Minute) } // within the lease
 	prior, err := s.Begin(ctx, holder)
 	if err != nil || holder.Revision != 7 || prior == nil || prior.Revision != 6 {
 		t.Fatalf("Begin = %+v, %v; revision %d", prior, err, holder.Revision)

@@ -1,15 +1,21 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
+
+	mrand "math/rand/v2"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -39,11 +45,20 @@ var (
 type bucketObjects struct{ b *blob.Bucket }
 
 func (o bucketObjects) exists(ctx context.Context, key string) (bool, error) {
-	return o.b.Exists(ctx, key)
+	var ok bool
+	err := retry(ctx, func() (err error) {
+		ok, err = o.b.Exists(ctx, key)
+		return err
+	})
+	return ok, err
 }
 
 func (o bucketObjects) read(ctx context.Context, key string) ([]byte, error) {
-	data, err := o.b.ReadAll(ctx, key)
+	var data []byte
+	err := retry(ctx, func() (err error) {
+		data, err = o.b.ReadAll(ctx, key)
+		return err
+	})
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		return nil, fmt.Errorf("%w: %v", errObjectMissing, err)
 	}
@@ -51,31 +66,34 @@ func (o bucketObjects) read(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (o bucketObjects) write(ctx context.Context, key string, data []byte, createOnly bool) error {
-	// Cancelling the writer's context before Close is blob's way to abort:
-	// nothing of a failed write becomes visible.
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := o.b.NewWriter(wctx, key, &blob.WriterOptions{
-		ContentType: "application/yaml",
-		IfNotExist:  createOnly,
-	})
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		cancel()
-		_ = w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
-		// Drivers report a lost IfNotExist race as FailedPrecondition (memblob,
-		// fileblob, s3, gcs, azure alike).
-		if createOnly && gcerrors.Code(err) == gcerrors.FailedPrecondition {
-			return fmt.Errorf("%w: %v", errObjectExists, err)
+	attempts := 0
+	err := retry(ctx, func() error {
+		attempts++
+		// A create-only write goes through Upload: azureblob's streaming
+		// writer panics when the condition refuses it (gocloud v0.47). Either
+		// way one request stores the whole object or nothing.
+		opts := &blob.WriterOptions{ContentType: "application/yaml", IfNotExist: createOnly}
+		if createOnly {
+			return o.b.Upload(ctx, key, bytes.NewReader(data), opts)
 		}
-		return err
+		return o.b.WriteAll(ctx, key, data, opts)
+	})
+	if err == nil {
+		return nil
 	}
-	return nil
+	// Drivers report a lost create-only race as FailedPrecondition (memblob,
+	// fileblob, s3, gcs, azure alike).
+	if createOnly && gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		if attempts > 1 {
+			// A retried create may have lost only to its own first try, whose
+			// answer never arrived: then the object is ours.
+			if got, rerr := o.read(ctx, key); rerr == nil && bytes.Equal(got, data) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: %v", errObjectExists, err)
+	}
+	return err
 }
 
 func (o bucketObjects) close() error { return o.b.Close() }
@@ -165,4 +183,39 @@ func linkUnsupported(err error) bool {
 	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) ||
 		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) ||
 		errors.Is(err, syscall.EMLINK)
+}
+
+// retry runs op again after errors a store calls transient (throttling,
+// unavailability, a server error), with exponential backoff and jitter:
+// 4 tries over about 1.5 seconds. Anything else, or ctx ending, returns at once.
+func retry(ctx context.Context, op func() error) error {
+	delay := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		err := op()
+		if err == nil || try == 4 || !transient(err) {
+			return err
+		}
+		jitter := time.Duration(mrand.Int64N(int64(delay) / 2))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay + jitter):
+		}
+		delay *= 2
+	}
+}
+
+// transient: throttled, a server error, or the connection failed on the way
+// (gocloud calls those Unknown; a net.Error says which they are).
+func transient(err error) bool {
+	switch gcerrors.Code(err) {
+	case gcerrors.ResourceExhausted, gcerrors.Internal:
+		return true
+	}
+	if gcerrors.Code(err) != gcerrors.Unknown {
+		return false
+	}
+	var op *net.OpError
+	var ue *url.Error
+	return errors.As(err, &op) || errors.As(err, &ue)
 }

@@ -81,7 +81,11 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		return nil, fmt.Errorf("%s %s: %w", verb, st.Stack, err)
 	}
 	log := e.logger().With("project", st.Project, "workspace", st.Workspace, "stack", st.Stack, "revision", rel.Revision)
-	saver := newStateSaver(e.Store, rel, log)
+	ctx, lose := context.WithCancelCause(ctx)
+	defer lose(nil)
+	saver := newStateSaver(e.Store, rel, log, lose)
+	stopBeat := make(chan struct{})
+	go saver.heartbeat(e.heartbeat(), e.now, stopBeat)
 	if !sameRevision(prior, latest) {
 		// Another runner released a revision between our read and our slot:
 		// carry its state, not the older one.
@@ -93,6 +97,10 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		msg := ""
 		if err != nil {
 			msg = err.Error()
+		}
+		close(stopBeat)
+		if cause := context.Cause(ctx); errors.Is(cause, model.ErrSuperseded) {
+			err = errors.Join(err, cause)
 		}
 		// The release must end even when ctx was cancelled.
 		endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)

@@ -30,6 +30,9 @@ type Engine struct {
 	Logger      *slog.Logger
 	// Now is the clock for release times (default time.Now).
 	Now func() time.Time
+	// Heartbeat is how often a running release shows its holder alive
+	// (default one minute: a fifth of the store's default lease).
+	Heartbeat time.Duration
 }
 
 // Stack identifies what an operation works on and what it wants.
@@ -55,6 +58,13 @@ func (e *Engine) now() time.Time {
 		return e.Now().UTC()
 	}
 	return time.Now().UTC()
+}
+
+func (e *Engine) heartbeat() time.Duration {
+	if e.Heartbeat > 0 {
+		return e.Heartbeat
+	}
+	return time.Minute
 }
 
 func (e *Engine) parallelism() int {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -17,6 +18,10 @@ import (
 type stateSaver struct {
 	store ReleaseStore
 	log   *slog.Logger
+	// lost is called once if the store says the release was ended by
+	// someone else: the run must stop.
+	lost     func(error)
+	lostOnce sync.Once
 
 	mu  sync.Mutex
 	rel *model.Release
@@ -25,8 +30,8 @@ type stateSaver struct {
 	done chan struct{}
 }
 
-func newStateSaver(store ReleaseStore, rel *model.Release, log *slog.Logger) *stateSaver {
-	s := &stateSaver{store: store, log: log, rel: rel, kick: make(chan struct{}, 1), done: make(chan struct{})}
+func newStateSaver(store ReleaseStore, rel *model.Release, log *slog.Logger, lost func(error)) *stateSaver {
+	s := &stateSaver{store: store, log: log, rel: rel, lost: lost, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	go s.loop()
 	return s
 }
@@ -35,8 +40,39 @@ func (s *stateSaver) loop() {
 	defer close(s.done)
 	for range s.kick {
 		snap := s.snapshot()
-		if err := s.store.Update(context.Background(), snap); err != nil {
+		err := s.store.Update(context.Background(), snap)
+		switch {
+		case errors.Is(err, model.ErrSuperseded):
+			s.log.Error("the release was ended by someone else; stopping", "error", err)
+			s.lostOnce.Do(func() { s.lost(err) })
+		case err != nil:
 			s.log.Warn("saving release state failed; retried on the next change", "error", err)
+		}
+	}
+}
+
+// beat records a sign of life: holders write at least this often, or the
+// store takes the release as abandoned once its lease passes.
+func (s *stateSaver) beat(now time.Time) {
+	s.mu.Lock()
+	if s.rel.Origin == nil {
+		s.rel.Origin = &model.Origin{}
+	}
+	s.rel.Origin.Heartbeat = now.UTC()
+	s.mu.Unlock()
+	s.changed()
+}
+
+// heartbeat beats every interval until stop is closed.
+func (s *stateSaver) heartbeat(interval time.Duration, now func() time.Time, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			s.beat(now())
 		}
 	}
 }
@@ -45,6 +81,10 @@ func (s *stateSaver) snapshot() *model.Release {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := *s.rel
+	if s.rel.Origin != nil {
+		o := *s.rel.Origin
+		snap.Origin = &o
+	}
 	snap.State = &model.State{Resources: append(model.Resources(nil), s.rel.State.Resources...)}
 	return &snap
 }

@@ -1,6 +1,14 @@
 package model
 
-import "time"
+import (
+	"errors"
+	"time"
+)
+
+// ErrSuperseded is wrapped by a release store's error when a release was
+// ended by someone else while its holder ran (taken as abandoned after its
+// lease, or unlocked by hand): the holder must stop.
+var ErrSuperseded = errors.New("release was ended by another runner")
 
 // Phase is where a release is in its life. The running phases hold the stack.
 type Phase string

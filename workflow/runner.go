@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/engine"
@@ -54,6 +55,9 @@ type Options struct {
 	// TerraformCache holds Terraform's working folders and plugin cache;
 	// default the user cache folder's kusionpr/terraform.
 	TerraformCache string
+	// Lease is how long a running release holds its stack without a sign of
+	// life before the next run takes it as abandoned (default backend.DefaultLease).
+	Lease time.Duration
 	Origin         *model.Origin
 	Logger         *slog.Logger
 }
@@ -89,17 +93,13 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 		}
 	}
 
-	url := opts.Backend
-	if url == "" {
-		url = backend.DefaultURL()
-	}
-	store, err := backend.Open(ctx, url)
+	store, where, err := OpenStore(ctx, opts)
 	if err != nil {
-		run.Err = fmt.Errorf("open backend %s: %w", url, err)
+		run.Err = err
 		return run
 	}
 	defer store.Close()
-	run.Store = url
+	run.Store = where
 
 	var specCtx map[string]any
 	if target.Spec != nil {
@@ -120,6 +120,7 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 		Store:       store,
 		Parallelism: opts.Parallelism,
 		Logger:      opts.Logger,
+		Heartbeat:   store.HeartbeatInterval(),
 	}
 	applyOpts := engine.ApplyOptions{DryRun: opts.DryRun, NoWatch: opts.NoWatch}
 	switch cmd {
@@ -140,6 +141,52 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 		}
 	}
 	return run
+}
+
+// OpenStore opens the release store: opts.Backend if set, else the current
+// backend of the Kusion CLI's configuration, else Kusion's default folder.
+// where names it for people.
+func OpenStore(ctx context.Context, opts Options) (store *backend.Store, where string, err error) {
+	switch {
+	case opts.Backend != "":
+		store, err = backend.Open(ctx, opts.Backend)
+		where = opts.Backend
+	default:
+		cfg, ok, cerr := backend.CurrentKusionBackend(backend.KusionConfigFile())
+		if cerr != nil {
+			return nil, "", cerr
+		}
+		if ok {
+			store, err = backend.OpenConfig(ctx, cfg)
+			where = "the Kusion configuration's " + cfg.Type + " backend"
+		} else {
+			where = backend.DefaultURL()
+			store, err = backend.Open(ctx, where)
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	store.Lease = opts.Lease
+	return store, where, nil
+}
+
+// Unlock ends the running release of the stack in dir by hand.
+func Unlock(ctx context.Context, dir string, opts Options, who, why string) (*model.Release, error) {
+	st, err := project.LoadStack(dir)
+	if err != nil {
+		return nil, err
+	}
+	ws := opts.Workspace
+	if ws == "" {
+		ws = "default"
+	}
+	store, _, err := OpenStore(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	return store.Unlock(ctx, st.Project.Name, ws, who, why)
 }
 
 // lazy builds its runtime on first use, so a stack without Kubernetes

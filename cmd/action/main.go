@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -35,6 +36,7 @@ func main() {
 }
 
 const usage = `usage: action preview|apply|destroy --stack DIR [flags]
+       action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]
 
 Previews the three-way difference of a stack (its spec, the latest release,
 the live objects), or applies or destroys it and records a release.
@@ -48,6 +50,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stderr, usage)
 		newFlags(stderr).PrintDefaults()
 		return 2
+	}
+	if args[0] == "unlock" {
+		return unlock(ctx, args[1:], stdout, stderr)
 	}
 	cmd, err := workflow.ParseCommand(args[0])
 	if err != nil {
@@ -67,6 +72,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		noWatch     = fs.Bool("no-watch", false, "do not wait for applied resources to become ready")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		tfBinary    = fs.String("terraform-binary", os.Getenv("KUSIONPR_TERRAFORM_BINARY"), "terraform or tofu executable (default terraform, then tofu, on PATH; env KUSIONPR_TERRAFORM_BINARY)")
+		lease       = fs.Duration("lease", backend.DefaultLease, "how long a running release holds its stack without a sign of life before the next run takes it as abandoned")
 		tfCache     = fs.String("terraform-cache", os.Getenv("KUSIONPR_TERRAFORM_CACHE"), "folder for Terraform working folders and plugin cache (default the user cache folder's kusionpr/terraform; env KUSIONPR_TERRAFORM_CACHE)")
 	)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
@@ -93,7 +99,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	opts := workflow.Options{
 		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism,
 		ForceConflicts: *force, NoWatch: *noWatch, Logger: log, Origin: localOrigin(string(cmd)),
-		TerraformBinary: *tfBinary, TerraformCache: *tfCache,
+		TerraformBinary: *tfBinary, TerraformCache: *tfCache, Lease: *lease,
 	}
 	if cmd != workflow.Preview && !*yes && !*dryRun {
 		// Show the plan first, then ask; the apply itself re-plans under its lock.
@@ -190,4 +196,29 @@ func localOrigin(cmd string) *model.Origin {
 	}
 	o.Host, _ = os.Hostname()
 	return o
+}
+
+// unlock ends a release left running (its runner died) by hand, recording
+// who and why, as Kusion's release unlock does.
+func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags(stderr)
+	stack := fs.String("stack", ".", "stack folder")
+	workspace := fs.String("workspace", "default", "workspace name")
+	backendURL := fs.String("backend", "", "release store URL")
+	reason := fs.String("reason", "", "why the running release is ended (recorded in it)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	o := localOrigin("unlock")
+	who := o.User
+	if o.Host != "" {
+		who += "@" + o.Host
+	}
+	rel, err := workflow.Unlock(ctx, *stack, workflow.Options{Workspace: *workspace, Backend: *backendURL}, who, *reason)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Release %d of %s/%s is now %s: %s\n", rel.Revision, rel.Project, rel.Workspace, rel.Phase, rel.Message)
+	return 0
 }
