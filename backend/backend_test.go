@@ -18,21 +18,43 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/kusionpr/kusionpr/internal/testenv"
 	"github.com/kusionpr/kusionpr/model"
 )
 
-// backends opens a fresh store of each kind.
-var backends = []struct {
+type backendKind struct {
 	name string
 	url  func(t *testing.T) string
 	// reopen says whether opening the URL again reaches the same objects
-	// (a folder does; every mem:// is a new bucket).
+	// (a folder or a bucket does; every mem:// is a new bucket).
 	reopen bool
-}{
+}
+
+// localBackends need no server.
+var localBackends = []backendKind{
 	{"mem", func(t *testing.T) string { return "mem://" }, false},
 	{"file", func(t *testing.T) string { return fileURL(t.TempDir()) }, true},
 	{"file+prefix", func(t *testing.T) string { return fileURL(t.TempDir()) + "?prefix=/kusion/state/" }, true},
 	{"mem+prefix", func(t *testing.T) string { return "mem://?prefix=kusion" }, false},
+}
+
+// allBackends is the conformance matrix: the local kinds and every object
+// store of the test environment (S3 on MinIO, GCS on fake-gcs-server, Azure
+// on azurite), each test on a fresh bucket.
+func allBackends(t *testing.T) []backendKind {
+	out := append([]backendKind(nil), localBackends...)
+	for _, os := range testenv.ObjectStores(t) {
+		os := os
+		out = append(out, backendKind{os.Name, func(t *testing.T) string { return os.NewBucket(t) }, true})
+		out = append(out, backendKind{os.Name + "+prefix", func(t *testing.T) string {
+			u := os.NewBucket(t)
+			if strings.Contains(u, "?") {
+				return u + "&prefix=kusion/state"
+			}
+			return u + "?prefix=kusion/state"
+		}, true})
+	}
+	return out
 }
 
 func fileURL(dir string) string { return "file://" + filepath.ToSlash(dir) }
@@ -65,7 +87,7 @@ func release(project, workspace string, phase model.Phase, user string) *model.R
 
 func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	for _, b := range backends {
+	for _, b := range allBackends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			s := openURL(t, b.url(t))
 			if r, err := s.Latest(ctx, "p", "w"); r != nil || err != nil {
@@ -410,7 +432,7 @@ func TestIndexLag(t *testing.T) {
 		{"index ahead", "latestRevision: 5\nreleaseMetaDatas:\n    - revision: 1\n      stack: dev\n    - revision: 5\n      stack: dev\n"},
 		{"entry lost", "latestRevision: 3\nreleaseMetaDatas:\n    - revision: 1\n      stack: dev\n    - revision: 3\n      stack: dev\n"},
 	} {
-		for _, b := range backends[:2] {
+		for _, b := range allBackends(t) {
 			t.Run(tc.name+"/"+b.name, func(t *testing.T) {
 				s := openURL(t, b.url(t))
 				for i := 1; i <= 3; i++ {
@@ -607,7 +629,7 @@ func TestHeldErrorMessage(t *testing.T) {
 
 func TestBeginContention(t *testing.T) {
 	ctx := context.Background()
-	for _, b := range backends {
+	for _, b := range allBackends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			u := b.url(t)
 			s := openURL(t, u)
@@ -740,7 +762,7 @@ func (o *racingObjects) write(ctx context.Context, key string, data []byte, crea
 }
 
 func TestCancelledWriteLeavesNothing(t *testing.T) {
-	for _, b := range backends[:2] {
+	for _, b := range allBackends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			s := openURL(t, b.url(t))
 			ctx, cancel := context.WithCancel(context.Background())

@@ -3,8 +3,13 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"google.golang.org/api/googleapi"
 
 	"gocloud.dev/blob/gcsblob"
 	"gocloud.dev/gcerrors"
@@ -49,8 +54,31 @@ func openGCSWithCredentials(ctx context.Context, u *url.URL, creds any) (*Store,
 // The driver's own words are left out: they vary by cloud and may quote
 // request signatures.
 func describeAccessError(err error, bucket string) error {
-	if gcerrors.Code(err) == gcerrors.PermissionDenied {
+	if gcerrors.Code(err) == gcerrors.PermissionDenied || deniedStatus(err) {
 		return fmt.Errorf("access to bucket %q denied: check the credentials and that they may read and write it", bucket)
 	}
 	return err
+}
+
+// deniedStatus finds an HTTP 401 or 403 under err: S3-compatible servers
+// and Azure answer bad credentials so, which gocloud reports as Unknown.
+func deniedStatus(err error) bool {
+	status := httpStatus(err)
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
+// httpStatus is the status of the HTTP answer under err, 0 if none.
+func httpStatus(err error) int {
+	var aws interface{ HTTPStatusCode() int }
+	var az *azcore.ResponseError
+	var g *googleapi.Error
+	switch {
+	case errors.As(err, &aws):
+		return aws.HTTPStatusCode()
+	case errors.As(err, &az):
+		return az.StatusCode
+	case errors.As(err, &g):
+		return g.Code
+	}
+	return 0
 }

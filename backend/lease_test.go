@@ -3,7 +3,11 @@ package backend
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"net"
+	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,5 +111,21 @@ func TestUnlock(t *testing.T) {
 	next := release("p", "w", model.PhaseApplying, "bob")
 	if _, err := s.Begin(ctx, next); err != nil || next.Revision != 2 {
 		t.Errorf("Begin after unlock: revision %d, %v", next.Revision, err)
+	}
+}
+
+func TestTransientErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"missing file", &fs.PathError{Op: "open", Path: "x", Err: syscall.ENOENT}, false},
+		{"connection refused", &url.Error{Op: "Put", URL: "http://127.0.0.1:1", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, true},
+		{"refused create", errors.New("precondition"), false},
+	} {
+		if got := transient(tc.err); got != tc.want {
+			t.Errorf("%s: transient = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

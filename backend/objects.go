@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -83,7 +84,7 @@ func (o bucketObjects) write(ctx context.Context, key string, data []byte, creat
 	}
 	// Drivers report a lost create-only race as FailedPrecondition (memblob,
 	// fileblob, s3, gcs, azure alike).
-	if createOnly && gcerrors.Code(err) == gcerrors.FailedPrecondition {
+	if createOnly && refusedCreate(err) {
 		if attempts > 1 {
 			// A retried create may have lost only to its own first try, whose
 			// answer never arrived: then the object is ours.
@@ -183,6 +184,17 @@ func linkUnsupported(err error) bool {
 	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) ||
 		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) ||
 		errors.Is(err, syscall.EMLINK)
+}
+
+// refusedCreate: the store kept an existing object from a create-only write.
+// gocloud says FailedPrecondition, mostly: under contention MinIO's 412 has
+// come back as NotFound, so the HTTP status decides too.
+func refusedCreate(err error) bool {
+	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		return true
+	}
+	s := httpStatus(err)
+	return s == http.StatusPreconditionFailed || s == http.StatusConflict
 }
 
 // retry runs op again after errors a store calls transient (throttling,

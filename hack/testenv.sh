@@ -2,7 +2,9 @@
 # The local test environment: a real etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and kwok (one simulated node), plus OpenTofu and the providers
 # hashicorp/local and hashicorp/time in a filesystem mirror, so Terraform tests run
-# without the public registry. Binaries are built once from the Go module proxy and
+# without the public registry, plus three object stores on 127.0.0.1 for the
+# backend tests: MinIO (S3), fake-gcs-server (GCS) and Azurite (Azure Blob).
+# Binaries are built once from the Go module proxy (Azurite comes from npm) and
 # cached; later starts take about 15 s.
 #
 #   hack/testenv.sh build   build or reuse the cached binaries
@@ -16,6 +18,10 @@ KWOK_VERSION=0.7.0
 TOFU_VERSION=1.12.6
 TF_LOCAL_VERSION=1.4.0
 TF_TIME_VERSION=0.14.2
+# MinIO tags no semantic versions: this is the proxy's pseudo-version of a commit.
+MINIO_VERSION=0.0.0-20260212201848-7aac2a2c5b7c
+FAKE_GCS_VERSION=1.56.1
+AZURITE_VERSION=3.37.0
 CACHE=${KUSIONPR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kusionpr}
 BIN=$CACHE/testenv/bin
 RUN=${KUSIONPR_TESTENV_DIR:-$CACHE/testenv/run}
@@ -23,6 +29,13 @@ KUBECONFIG_OUT=$RUN/kubeconfig
 # Outside $RUN, which every start wipes.
 MIRROR=$CACHE/testenv/terraform-mirror
 TF_CLI_CONFIG=$CACHE/testenv/terraformrc
+AZURITE_DIR=$CACHE/testenv/azurite
+# Fixed credentials of the local test stores. Azurite's are its well-known
+# development account, the only one it serves.
+S3_ACCESS_KEY=kusionpr
+S3_SECRET_KEY=kusionpr-secret
+AZURE_ACCOUNT=devstoreaccount1
+AZURE_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
 
 log() { printf 'testenv: %s\n' "$*" >&2; }
 die() { printf 'testenv: error: %s\n' "$*" >&2; exit 1; }
@@ -142,6 +155,41 @@ RC
   mv "$TF_CLI_CONFIG.tmp" "$TF_CLI_CONFIG"
 }
 
+build_minio() {
+  [ -x "$BIN/minio" ] && return
+  log "building MinIO v$MINIO_VERSION (about 5 minutes on 2 cores, once)"
+  mkdir -p "$BIN"
+  GOBIN=$BIN CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "github.com/minio/minio@v$MINIO_VERSION" \
+    || die "building minio failed"
+}
+
+build_fake_gcs() {
+  [ -x "$BIN/fake-gcs-server" ] && return
+  log "building fake-gcs-server v$FAKE_GCS_VERSION"
+  mkdir -p "$BIN"
+  GOBIN=$BIN CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "github.com/fsouza/fake-gcs-server@v$FAKE_GCS_VERSION" \
+    || die "building fake-gcs-server failed"
+}
+
+build_azurite() {
+  [ -x "$AZURITE_DIR/node_modules/.bin/azurite-blob" ] && return
+  log "installing Azurite $AZURITE_VERSION from npm"
+  local tmp
+  mkdir -p "$CACHE/testenv"
+  tmp=$(mktemp -d "$CACHE/testenv/azurite.XXXXXX")
+  (cd "$tmp" && npm install --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >/dev/null) \
+    || { rm -rf "$tmp"; die "npm install azurite@$AZURITE_VERSION failed"; }
+  rm -rf "$AZURITE_DIR"
+  mv "$tmp" "$AZURITE_DIR"
+}
+
+# The object stores the backend tests use: S3, GCS and Azure Blob.
+build_storage() {
+  build_minio
+  build_fake_gcs
+  build_azurite
+}
+
 # terraform_binaries: the Terraform-compatible binaries tests run, colon-separated:
 # terraform from PATH if there is one, and the built tofu.
 terraform_binaries() {
@@ -161,6 +209,24 @@ print_env() {
     TF_CLI_CONFIG_FILE "$TF_CLI_CONFIG" \
     CHECKPOINT_DISABLE 1 \
     KUSIONPR_TEST_TERRAFORM_BINARIES "$(terraform_binaries)"
+  # The stores' ports are known only once "start" ran. The tests set AWS_*,
+  # STORAGE_EMULATOR_HOST and AZURE_* themselves, per test.
+  local p
+  if p=$(cat "$RUN/s3.port" 2>/dev/null); then
+    printf 'export %s=%q\n' \
+      KUSIONPR_TEST_S3_ENDPOINT "http://127.0.0.1:$p" \
+      KUSIONPR_TEST_S3_ACCESS_KEY "$S3_ACCESS_KEY" \
+      KUSIONPR_TEST_S3_SECRET_KEY "$S3_SECRET_KEY"
+  fi
+  if p=$(cat "$RUN/gcs.port" 2>/dev/null); then
+    printf 'export %s=%q\n' KUSIONPR_TEST_GCS_ENDPOINT "127.0.0.1:$p"
+  fi
+  if p=$(cat "$RUN/azure.port" 2>/dev/null); then
+    printf 'export %s=%q\n' \
+      KUSIONPR_TEST_AZURE_ENDPOINT "http://127.0.0.1:$p/$AZURE_ACCOUNT" \
+      KUSIONPR_TEST_AZURE_ACCOUNT "$AZURE_ACCOUNT" \
+      KUSIONPR_TEST_AZURE_KEY "$AZURE_KEY"
+  fi
 }
 
 need_tools() {
@@ -170,6 +236,15 @@ need_tools() {
   }
   command -v kubectl >/dev/null 2>&1 || die "kubectl is missing: the tests and the node setup use it"
   command -v go >/dev/null 2>&1 || die "go is missing: the test binaries are built from the Go module proxy"
+  command -v curl >/dev/null 2>&1 || {
+    [ "$(id -u)" -eq 0 ] || die "curl is missing (apt-get install curl)"
+    log "installing curl"; (apt-get update -qq && apt-get install -y -qq curl >/dev/null) || die "apt-get install curl failed"
+  }
+  command -v npm >/dev/null 2>&1 || {
+    [ "$(id -u)" -eq 0 ] || die "node and npm are missing (apt-get install nodejs npm): Azurite needs them"
+    log "installing nodejs and npm"
+    (apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null) || die "apt-get install nodejs npm failed"
+  }
 }
 
 build() {
@@ -178,6 +253,7 @@ build() {
   build_kubernetes
   build_kwok
   build_terraform
+  build_storage
 }
 
 free_port() {
@@ -199,10 +275,47 @@ wait_for() { # desc seconds command...
 
 running() { [ -f "$RUN/pids" ] && while read -r p; do kill -0 "$p" 2>/dev/null || return 1; done <"$RUN/pids"; }
 
+storage_ready() {
+  [ -f "$RUN/s3.port" ] && [ -f "$RUN/gcs.port" ] && [ -f "$RUN/azure.port" ] || return 1
+  curl -sf "http://127.0.0.1:$(cat "$RUN/s3.port")/minio/health/live" >/dev/null 2>&1 &&
+    curl -sf "http://127.0.0.1:$(cat "$RUN/gcs.port")/storage/v1/b" >/dev/null 2>&1 &&
+    curl -s -o /dev/null "http://127.0.0.1:$(cat "$RUN/azure.port")/$AZURE_ACCOUNT?comp=list" 2>/dev/null
+}
+
+# start_storage: start MinIO, fake-gcs-server and Azurite with empty stores, add
+# them to $RUN/pids and write their ports to $RUN/{s3,gcs,azure}.port for "env".
+# No buckets: the tests make their own.
+start_storage() {
+  local p_s3 p_s3console p_gcs p_azure
+  p_s3=$(free_port); p_s3console=$(free_port); p_gcs=$(free_port); p_azure=$(free_port)
+  rm -rf "$RUN/minio" "$RUN/azurite"; mkdir -p "$RUN/minio" "$RUN/azurite"
+
+  MINIO_BROWSER=off MINIO_UPDATE=off MINIO_ROOT_USER=$S3_ACCESS_KEY MINIO_ROOT_PASSWORD=$S3_SECRET_KEY \
+    "$BIN/minio" server --quiet --address "127.0.0.1:$p_s3" --console-address "127.0.0.1:$p_s3console" \
+    "$RUN/minio" >"$RUN/minio.log" 2>&1 &
+  echo $! >>"$RUN/pids"
+  "$BIN/fake-gcs-server" -scheme http -host 127.0.0.1 -port "$p_gcs" -backend memory \
+    -external-url "http://127.0.0.1:$p_gcs" -public-host "127.0.0.1:$p_gcs" >"$RUN/fake-gcs-server.log" 2>&1 &
+  echo $! >>"$RUN/pids"
+  "$AZURITE_DIR/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$p_azure" \
+    --location "$RUN/azurite" --skipApiVersionCheck --loose >"$RUN/azurite.log" 2>&1 &
+  echo $! >>"$RUN/pids"
+
+  wait_for minio 60 curl -sf "http://127.0.0.1:$p_s3/minio/health/live"
+  wait_for fake-gcs-server 30 curl -sf "http://127.0.0.1:$p_gcs/storage/v1/b"
+  wait_for azurite 30 curl -s -o /dev/null "http://127.0.0.1:$p_azure/$AZURE_ACCOUNT?comp=list"
+  echo "$p_s3" >"$RUN/s3.port"
+  echo "$p_gcs" >"$RUN/gcs.port"
+  echo "$p_azure" >"$RUN/azure.port"
+  log "object stores ready: S3 127.0.0.1:$p_s3, GCS 127.0.0.1:$p_gcs, Azure Blob 127.0.0.1:$p_azure"
+}
+
 start() {
   if running && kubectl --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz >/dev/null 2>&1; then
     # The cluster may predate the Terraform tools; cached, this takes no time.
     need_tools; build_terraform
+    # ... and the object stores: they join the running cluster.
+    if ! storage_ready; then build_storage; start_storage; fi
     log "already running ($KUBECONFIG_OUT)"; return
   fi
   stop >/dev/null 2>&1 || true
@@ -296,6 +409,7 @@ NODE
   kubectl --kubeconfig "$K" taint node kwok-node-0 node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
   # The default ServiceAccount is created by a controller; pods need it.
   wait_for "default service account" 60 kubectl --kubeconfig "$K" get serviceaccount default -n default
+  start_storage
   log "ready: KUBECONFIG=$K"
 }
 
@@ -306,6 +420,7 @@ stop() {
     tac "$RUN/pids" | while read -r p; do kill -9 "$p" 2>/dev/null || true; done
     rm -f "$RUN/pids"
   fi
+  rm -f "$RUN/s3.port" "$RUN/gcs.port" "$RUN/azure.port"
 }
 
 case "${1:-}" in
