@@ -57,9 +57,9 @@ type Options struct {
 	TerraformCache string
 	// Lease is how long a running release holds its stack without a sign of
 	// life before the next run takes it as abandoned (default backend.DefaultLease).
-	Lease time.Duration
-	Origin         *model.Origin
-	Logger         *slog.Logger
+	Lease  time.Duration
+	Origin *model.Origin
+	Logger *slog.Logger
 }
 
 // Run is the outcome of one command on one stack.
