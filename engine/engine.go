@@ -30,6 +30,10 @@ type Engine struct {
 	Logger      *slog.Logger
 	// Now is the clock for release times (default time.Now).
 	Now func() time.Time
+	// IgnoreFields are dotted attribute paths left out of every comparison
+	// (fields a controller or webhook owns). A key holding dots, such as
+	// an annotation name, is written as is: metadata.annotations.example.com/x.
+	IgnoreFields []string
 	// Heartbeat is how often a running release shows its holder alive
 	// (default one minute: a fifth of the store's default lease).
 	Heartbeat time.Duration

@@ -52,6 +52,8 @@ type Preview struct {
 	PriorRevision uint64           `json:"priorRevision,omitempty"`
 	StepKeys      []string         `json:"stepKeys"`
 	ChangeSteps   map[string]*Step `json:"changeSteps"`
+	// Offline: compared with the prior release only, live objects unread.
+	Offline bool `json:"offline,omitempty"`
 
 	// current holds the live objects as their runtimes returned them, private
 	// state included, for an apply to record the unchanged ones.
@@ -281,7 +283,7 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 		// Not plannable yet (a value is known only after another apply): the
 		// live object with what the spec sets, so only those fields show.
 		merged := cur.DeepCopy()
-		merged.Attributes = overlay(merged.Attributes, model.Redact(resolved).Attributes)
+		merged.Attributes = model.Overlay(merged.Attributes, model.Redact(resolved).Attributes)
 		planned = &merged
 	case planned == nil:
 		planned = ptr(model.Redact(resolved))
@@ -299,11 +301,11 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 	switch {
 	case cur == nil:
 		step.Action = Create
-	case !unknown && Equal(cur.Attributes, planned.Attributes):
+	case !unknown && Equal(e.compared(cur.Attributes), e.compared(planned.Attributes)):
 		step.Action = UnChanged
 	default:
 		step.Action = Update
-		if step.Changes, err = Diff(cur.Attributes, planned.Attributes); err != nil {
+		if step.Changes, err = Diff(e.compared(cur.Attributes), e.compared(planned.Attributes)); err != nil {
 			return fail(err)
 		}
 	}
@@ -325,12 +327,25 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 			step.Drift = []FieldChange{{Path: ".", Op: "remove", From: "deleted outside of a release"}}
 		} else {
 			now, _ := Project(cur.Attributes, template).(map[string]any)
-			if step.Drift, err = Diff(was, now); err != nil {
+			if step.Drift, err = Diff(e.compared(was), e.compared(now)); err != nil {
 				return fail(err)
 			}
 		}
 	}
 	return step, cur, planned, nil
+}
+
+// compared is attrs without the fields the engine is told to ignore (ones a
+// controller or a mutating webhook owns), so they count as no change.
+func (e *Engine) compared(attrs map[string]any) map[string]any {
+	if len(e.IgnoreFields) == 0 || attrs == nil {
+		return attrs
+	}
+	out, _ := model.DeepCopyValue(attrs).(map[string]any)
+	for _, p := range e.IgnoreFields {
+		model.DeletePath(out, p)
+	}
+	return out
 }
 
 // publicSpec is a spec resource as people may see it, with the sensitive
@@ -367,23 +382,6 @@ func maskAll(r model.Resource) model.Resource {
 		keys = append(keys, k)
 	}
 	return model.WithSensitivePaths(r, keys)
-}
-
-// overlay sets every value of top into base, objects merged key by key.
-func overlay(base, top map[string]any) map[string]any {
-	if base == nil {
-		base = map[string]any{}
-	}
-	for k, v := range top {
-		if tm, ok := v.(map[string]any); ok {
-			if bm, ok := base[k].(map[string]any); ok {
-				base[k] = overlay(bm, tm)
-				continue
-			}
-		}
-		base[k] = v
-	}
-	return base
 }
 
 func stringList(v any) []string {

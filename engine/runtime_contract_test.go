@@ -106,3 +106,28 @@ func TestDependentsSeePlannedValues(t *testing.T) {
 		t.Errorf("app after db's host changed: %s %+v, want Update of dbHost to new.db", app.Action, app.Changes)
 	}
 }
+
+func TestIgnoreFields(t *testing.T) {
+	ctx := context.Background()
+	e, rt, _ := setup(t)
+	st := stack(res("a", map[string]any{"size": 1}))
+	if _, err := e.Apply(ctx, st, engine.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rt.set(id("a"), "status", "scaled by a controller")
+	p, err := e.Preview(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ChangeSteps[id("a")].Action != engine.Update {
+		t.Fatalf("without IgnoreFields a controller's change is an Update, got %s", p.ChangeSteps[id("a")].Action)
+	}
+	e.IgnoreFields = []string{"status"}
+	p, err = e.Preview(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := p.ChangeSteps[id("a")]; st.Action != engine.UnChanged || len(st.Drift) != 0 {
+		t.Errorf("with status ignored: %s, drift %+v; want UnChanged, no drift", st.Action, st.Drift)
+	}
+}

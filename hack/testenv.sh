@@ -3,7 +3,8 @@
 # kube-scheduler and kwok (one simulated node), plus OpenTofu and the providers
 # hashicorp/local and hashicorp/time in a filesystem mirror, so Terraform tests run
 # without the public registry, plus three object stores on 127.0.0.1 for the
-# backend tests: MinIO (S3), fake-gcs-server (GCS) and Azurite (Azure Blob).
+# backend tests: MinIO (S3), fake-gcs-server (GCS) and Azurite (Azure Blob),
+# plus GitHub's REST description and webhook examples for the fake GitHub.
 # Binaries are built once from the Go module proxy (Azurite comes from npm) and
 # cached; later starts take about 15 s.
 #
@@ -22,6 +23,8 @@ TF_TIME_VERSION=0.14.2
 MINIO_VERSION=0.0.0-20260212201848-7aac2a2c5b7c
 FAKE_GCS_VERSION=1.56.1
 AZURITE_VERSION=3.37.0
+OCTOKIT_OPENAPI_VERSION=23.0.2
+OCTOKIT_WEBHOOKS_EXAMPLES_VERSION=7.6.1
 CACHE=${KUSIONPR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kusionpr}
 BIN=$CACHE/testenv/bin
 RUN=${KUSIONPR_TESTENV_DIR:-$CACHE/testenv/run}
@@ -30,6 +33,8 @@ KUBECONFIG_OUT=$RUN/kubeconfig
 MIRROR=$CACHE/testenv/terraform-mirror
 TF_CLI_CONFIG=$CACHE/testenv/terraformrc
 AZURITE_DIR=$CACHE/testenv/azurite
+# GitHub's REST description and webhook examples, for internal/githubfake.
+OCTOKIT_DIR=$CACHE/testenv/octokit
 # Fixed credentials of the local test stores. Azurite's are its well-known
 # development account, the only one it serves.
 S3_ACCESS_KEY=kusionpr
@@ -183,6 +188,25 @@ build_azurite() {
   mv "$tmp" "$AZURITE_DIR"
 }
 
+# GitHub's published REST description (with its response examples) and webhook
+# payloads: internal/githubfake checks requests against the one and answers and
+# makes events from both. About 400 MB, so installed here, never committed. The
+# stamp names both versions, so bumping either reinstalls.
+build_octokit() {
+  local stamp="openapi@$OCTOKIT_OPENAPI_VERSION webhooks-examples@$OCTOKIT_WEBHOOKS_EXAMPLES_VERSION"
+  [ "$(cat "$OCTOKIT_DIR/.installed" 2>/dev/null)" = "$stamp" ] && return
+  log "installing @octokit/openapi $OCTOKIT_OPENAPI_VERSION and @octokit/webhooks-examples $OCTOKIT_WEBHOOKS_EXAMPLES_VERSION from npm"
+  local tmp
+  mkdir -p "$CACHE/testenv"
+  tmp=$(mktemp -d "$CACHE/testenv/octokit.XXXXXX")
+  (cd "$tmp" && npm install --no-audit --no-fund --loglevel=error \
+    "@octokit/openapi@$OCTOKIT_OPENAPI_VERSION" "@octokit/webhooks-examples@$OCTOKIT_WEBHOOKS_EXAMPLES_VERSION" >/dev/null) \
+    || { rm -rf "$tmp"; die "npm install of the @octokit packages failed"; }
+  echo "$stamp" >"$tmp/.installed"
+  rm -rf "$OCTOKIT_DIR"
+  mv "$tmp" "$OCTOKIT_DIR"
+}
+
 # The object stores the backend tests use: S3, GCS and Azure Blob.
 build_storage() {
   build_minio
@@ -209,6 +233,9 @@ print_env() {
     TF_CLI_CONFIG_FILE "$TF_CLI_CONFIG" \
     CHECKPOINT_DISABLE 1 \
     KUSIONPR_TEST_TERRAFORM_BINARIES "$(terraform_binaries)"
+  if [ -f "$OCTOKIT_DIR/.installed" ]; then
+    printf 'export %s=%q\n' KUSIONPR_TEST_OCTOKIT_DIR "$OCTOKIT_DIR/node_modules/@octokit"
+  fi
   # The stores' ports are known only once "start" ran. The tests set AWS_*,
   # STORAGE_EMULATOR_HOST and AZURE_* themselves, per test.
   local p
@@ -254,6 +281,7 @@ build() {
   build_kwok
   build_terraform
   build_storage
+  build_octokit
 }
 
 free_port() {
@@ -313,7 +341,7 @@ start_storage() {
 start() {
   if running && kubectl --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz >/dev/null 2>&1; then
     # The cluster may predate the Terraform tools; cached, this takes no time.
-    need_tools; build_terraform
+    need_tools; build_terraform; build_octokit
     # ... and the object stores: they join the running cluster.
     if ! storage_ready; then build_storage; start_storage; fi
     log "already running ($KUBECONFIG_OUT)"; return

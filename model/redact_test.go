@@ -59,3 +59,25 @@ func flatten(v any) []string {
 	walkStrings(v, func(s string) { out = append(out, s) })
 	return out
 }
+
+func TestDeletePath(t *testing.T) {
+	tests := []struct {
+		path string
+		want string
+	}{
+		{"spec.replicas", `{"metadata":{"annotations":{"example.com/rev":"3","keep":"x"},"name":"a"},"spec":{"image":"i"}}`},
+		{"metadata.annotations.example.com/rev", `{"metadata":{"annotations":{"keep":"x"},"name":"a"},"spec":{"image":"i","replicas":2}}`},
+		{"spec", `{"metadata":{"annotations":{"example.com/rev":"3","keep":"x"},"name":"a"}}`},
+		{"nope.deeper", `{"metadata":{"annotations":{"example.com/rev":"3","keep":"x"},"name":"a"},"spec":{"image":"i","replicas":2}}`},
+	}
+	for _, tt := range tests {
+		attrs := map[string]any{
+			"metadata": map[string]any{"name": "a", "annotations": map[string]any{"example.com/rev": "3", "keep": "x"}},
+			"spec":     map[string]any{"replicas": 2, "image": "i"},
+		}
+		DeletePath(attrs, tt.path)
+		if got, _ := jsonScalar(attrs); got != tt.want {
+			t.Errorf("DeletePath(%q) = %s, want %s", tt.path, got, tt.want)
+		}
+	}
+}

@@ -50,6 +50,7 @@ func New() (*Renderer, error) {
 		"driftLine":      driftLine,
 		"textChange":     textChange,
 		"attributesYAML": attributesYAML,
+		"quote":          quote,
 	}
 	md, err := template.New("preview.md.tmpl").Funcs(funcs).ParseFS(templates.FS, "preview.md.tmpl")
 	if err != nil {
@@ -73,6 +74,14 @@ type view struct {
 	Failed  bool
 	// Extra is an error of the whole stack (no spec, unreachable backend).
 	Extra string
+	// Marker is the comment's hidden first line.
+	Marker string
+	// Release, when set, is what an apply recorded: the comment reports it.
+	Release *model.Release
+	// Destroy: the release removed the whole stack.
+	Destroy bool
+	// Location is where the stack is in the repository.
+	Location string
 }
 
 func newView(p *engine.Preview, stackErr error) view {
@@ -92,7 +101,34 @@ func newView(p *engine.Preview, stackErr error) view {
 		v.Errors = append(v.Errors, stackErr.Error())
 	}
 	v.Failed = len(v.Errors) > 0
+	v.Marker = fmt.Sprintf("<!-- kusionpr:preview project=%s stack=%s workspace=%s -->", p.Project, p.Stack, p.Workspace)
 	return v
+}
+
+// CommentOptions shape a pull-request comment.
+type CommentOptions struct {
+	// Marker replaces the default hidden first line.
+	Marker string
+	// Release makes the comment the report of an apply or destroy.
+	Release *model.Release
+	// Location is the stack's folder in the repository, shown beside its name.
+	Location string
+}
+
+// Comment renders p as a pull-request comment.
+func (r *Renderer) Comment(p *engine.Preview, stackErr error, opts CommentOptions) (string, error) {
+	v := newView(p, stackErr)
+	if opts.Marker != "" {
+		v.Marker = opts.Marker
+	}
+	v.Release = opts.Release
+	v.Location = opts.Location
+	v.Destroy = opts.Release != nil && (opts.Release.Spec == nil || len(opts.Release.Spec.Resources) == 0)
+	var buf bytes.Buffer
+	if err := r.md.Execute(&buf, v); err != nil {
+		return "", fmt.Errorf("render markdown: %w", err)
+	}
+	return model.MaskFingerprints(buf.String()), nil
 }
 
 // Render writes p in format f. stackErr, if not nil, is shown as the stack's
@@ -197,4 +233,9 @@ func attributesYAML(r *model.Resource) string {
 	// A fence inside the object must not close the code block.
 	s = strings.ReplaceAll(s, "```", "`\u200b``")
 	return s
+}
+
+// quote makes every line of s part of one Markdown block quote.
+func quote(s string) string {
+	return "> " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n> ")
 }

@@ -5,7 +5,9 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"sync"
 	"time"
@@ -57,9 +59,15 @@ type Options struct {
 	TerraformCache string
 	// Lease is how long a running release holds its stack without a sign of
 	// life before the next run takes it as abandoned (default backend.DefaultLease).
-	Lease  time.Duration
-	Origin *model.Origin
-	Logger *slog.Logger
+	Lease time.Duration
+	// IgnoreFields are attribute paths no comparison counts (fields a
+	// controller or webhook owns).
+	IgnoreFields []string
+	// Offline previews against the prior release only, reading nothing live
+	// (no credentials: a pull request from a fork). Apply and destroy refuse.
+	Offline bool
+	Origin  *model.Origin
+	Logger  *slog.Logger
 }
 
 // Run is the outcome of one command on one stack.
@@ -76,6 +84,9 @@ type Run struct {
 func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	run := &Run{}
 	st, err := project.LoadStack(dir)
+	if err != nil && cmd == Destroy && errors.Is(err, fs.ErrNotExist) {
+		st, err = project.DeletedStack(dir)
+	}
 	if err != nil {
 		run.Err = err
 		return run
@@ -117,10 +128,18 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 				return terraform.New(terraform.Config{Binary: opts.TerraformBinary, CacheDir: opts.TerraformCache, Logger: opts.Logger})
 			}},
 		},
-		Store:       store,
-		Parallelism: opts.Parallelism,
-		Logger:      opts.Logger,
-		Heartbeat:   store.HeartbeatInterval(),
+		Store:        store,
+		Parallelism:  opts.Parallelism,
+		Logger:       opts.Logger,
+		Heartbeat:    store.HeartbeatInterval(),
+		IgnoreFields: opts.IgnoreFields,
+	}
+	if opts.Offline {
+		if cmd != Preview && !opts.DryRun {
+			run.Err = fmt.Errorf("%s %s: %w", cmd, st.Name, errOffline)
+			return run
+		}
+		eng.Runtimes = map[model.ResourceType]engine.Runtime{model.Kubernetes: offline{}, model.Terraform: offline{}}
 	}
 	applyOpts := engine.ApplyOptions{DryRun: opts.DryRun, NoWatch: opts.NoWatch}
 	switch cmd {
@@ -139,6 +158,9 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 		if res != nil {
 			run.Preview, run.Release = res.Preview, res.Release
 		}
+	}
+	if run.Preview != nil {
+		run.Preview.Offline = opts.Offline
 	}
 	return run
 }

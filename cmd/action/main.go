@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sethvargo/go-githubactions"
 	"golang.org/x/term"
 
 	"github.com/kusionpr/kusionpr/backend"
@@ -30,7 +31,14 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	var code int
+	if os.Getenv("GITHUB_ACTIONS") == "true" && len(os.Args) == 1 {
+		// Started by the runner as the action's entrypoint: the event and
+		// the inputs say what to do.
+		code = runGitHub(ctx, githubactions.New(), os.Stderr)
+	} else {
+		code = run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }
@@ -72,6 +80,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		noWatch     = fs.Bool("no-watch", false, "do not wait for applied resources to become ready")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		tfBinary    = fs.String("terraform-binary", os.Getenv("KUSIONPR_TERRAFORM_BINARY"), "terraform or tofu executable (default terraform, then tofu, on PATH; env KUSIONPR_TERRAFORM_BINARY)")
+		ignore      = fs.String("ignore-fields", "", "comma-separated attribute paths no comparison counts (fields a controller or webhook owns)")
 		lease       = fs.Duration("lease", backend.DefaultLease, "how long a running release holds its stack without a sign of life before the next run takes it as abandoned")
 		tfCache     = fs.String("terraform-cache", os.Getenv("KUSIONPR_TERRAFORM_CACHE"), "folder for Terraform working folders and plugin cache (default the user cache folder's kusionpr/terraform; env KUSIONPR_TERRAFORM_CACHE)")
 	)
@@ -100,6 +109,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism,
 		ForceConflicts: *force, NoWatch: *noWatch, Logger: log, Origin: localOrigin(string(cmd)),
 		TerraformBinary: *tfBinary, TerraformCache: *tfCache, Lease: *lease,
+		IgnoreFields: list(*ignore),
 	}
 	if cmd != workflow.Preview && !*yes && !*dryRun {
 		// Show the plan first, then ask; the apply itself re-plans under its lock.

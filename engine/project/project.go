@@ -65,6 +65,21 @@ func LoadStack(dir string) (*Stack, error) {
 	return &st, nil
 }
 
+// DeletedStack stands for a stack whose folder a change removed: named after
+// its folder (its stack.yaml is gone), in the project above it, so what its
+// releases hold can still be previewed for destruction and destroyed.
+func DeletedStack(dir string) (*Stack, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", dir, err)
+	}
+	p, err := FindProject(filepath.Dir(abs))
+	if err != nil {
+		return nil, fmt.Errorf("deleted stack %s: %w", dir, err)
+	}
+	return &Stack{Name: filepath.Base(abs), Path: abs, Project: p}, nil
+}
+
 // FindProject reads the nearest project.yaml at or above dir.
 func FindProject(dir string) (*Project, error) {
 	for d := dir; ; d = filepath.Dir(d) {

@@ -52,3 +52,18 @@ func TerraformBinaries(t testing.TB) []string {
 	}
 	return out
 }
+
+// OctokitDir returns the folder hack/testenv.sh installed GitHub's REST
+// description and webhook examples in (node_modules/@octokit), for the fake
+// GitHub of internal/githubfake.
+func OctokitDir(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("KUSIONPR_TEST_OCTOKIT_DIR")
+	if p == "" {
+		missing(t, "KUSIONPR_TEST_OCTOKIT_DIR is not set: run `make test` or `eval \"$(hack/testenv.sh env)\"` after `hack/testenv.sh build`")
+	}
+	if _, err := os.Stat(p); err != nil {
+		missing(t, "GitHub's REST description: "+err.Error())
+	}
+	return p
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-githubactions"
+
+	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/report"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+// maxStepSummary keeps the job summary under GitHub's 1 MiB per step.
+const maxStepSummary = 1000 * 1000
+
+// runGitHub is the action inside a GitHub Actions job: the event says which
+// pull request or push, inputs come from action.yml, results go to comments,
+// check runs, outputs and the job summary.
+func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) int {
+	gctx, err := ga.Context()
+	if err != nil {
+		ga.Errorf("read the GitHub context: %v", err)
+		return 1
+	}
+	in := func(name string) string { return strings.TrimSpace(ga.GetInput(name)) }
+	token := in("github-token")
+	if token != "" {
+		ga.AddMask(token)
+	}
+	kubeconfig := in("kubeconfig")
+	if kubeconfig != "" {
+		for _, line := range strings.Split(kubeconfig, "\n") {
+			if l := strings.TrimSpace(line); len(l) > 16 && (strings.Contains(l, "data:") || strings.Contains(l, "token:")) {
+				_, v, _ := strings.Cut(l, ":")
+				ga.AddMask(strings.TrimSpace(v))
+			}
+		}
+	}
+	level := slog.LevelInfo
+	if os.Getenv("RUNNER_DEBUG") == "1" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	owner, repo := gctx.Repo()
+	gh, err := githubapi.New(token, gctx.APIURL, owner, repo, nil)
+	if err != nil {
+		ga.Errorf("%v", err)
+		return 1
+	}
+	renderer, err := report.New()
+	if err != nil {
+		ga.Errorf("%v", err)
+		return 1
+	}
+
+	command := in("command")
+	pr := eventPullRequest(gctx.Event)
+	switch {
+	case command == "" && pr != nil:
+		command = "preview"
+	case command == "":
+		command = "apply"
+	}
+	cmd, err := workflow.ParseCommand(command)
+	if err != nil {
+		ga.Errorf("input command: %v", err)
+		return 2
+	}
+
+	workspace := gctx.Workspace
+	if workspace == "" {
+		workspace, _ = os.Getwd()
+	}
+	root := filepath.Join(workspace, in("root"))
+	opts := workflow.Options{
+		Workspace: in("workspace"), Backend: in("backend"), ForceConflicts: true, Logger: log,
+		Origin:       &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command},
+		IgnoreFields: list(in("ignore-fields")),
+	}
+	if opts.Workspace == "" {
+		opts.Workspace = "default"
+	}
+	if d := in("lease"); d != "" {
+		if opts.Lease, err = time.ParseDuration(d); err != nil {
+			ga.Errorf("input lease: %v", err)
+			return 2
+		}
+	}
+	if cfg := in("terraform-cli-config"); cfg != "" {
+		path := filepath.Join(os.TempDir(), "kusionpr-terraformrc")
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			ga.Errorf("terraform-cli-config: %v", err)
+			return 1
+		}
+		os.Setenv("TF_CLI_CONFIG_FILE", path)
+	}
+	if kubeconfig != "" {
+		path := filepath.Join(os.TempDir(), "kusionpr-kubeconfig")
+		if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+			ga.Errorf("kubeconfig: %v", err)
+			return 1
+		}
+		os.Setenv("KUBECONFIG", path)
+	}
+	maxParallel, _ := strconv.Atoi(in("max-parallel"))
+
+	change := &workflow.Change{
+		Root: root, Command: cmd, Options: opts, MaxParallel: maxParallel,
+		Selection: workflow.Selection{Shared: list(in("shared-paths")), Stacks: list(in("stacks"))},
+		Comment:   in("comment"), GitHub: gh, Renderer: renderer, Log: log,
+	}
+	if n, _ := strconv.Atoi(in("max-comments")); n > 0 {
+		change.MaxParts = n
+	}
+
+	switch {
+	case pr != nil:
+		change.Number, change.SHA = pr.number, pr.headSHA
+		if pr.fork {
+			if cmd != workflow.Preview {
+				ga.Errorf("%s refused: pull request #%d comes from a fork; forks are only ever previewed", cmd, pr.number)
+				return 1
+			}
+			if kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
+				// A fork's workflow gets no secrets: compare with the last
+				// release only, and say so.
+				change.Options.Offline = true
+			}
+		}
+	case gctx.EventName == "push":
+		change.SHA = gctx.SHA
+		numbers, err := gh.PullRequestsOfCommit(ctx, gctx.SHA)
+		if err != nil {
+			ga.Errorf("%v", err)
+			return 1
+		}
+		if len(numbers) > 0 {
+			change.Number = numbers[0]
+		} else {
+			// Pushed without a pull request: the commits say what changed.
+			change.Files = pushFiles(gctx.Event)
+		}
+	default:
+		ga.Errorf("event %q: run on pull_request (preview) or push (apply)", gctx.EventName)
+		return 2
+	}
+
+	out, err := change.Run(ctx)
+	if err != nil {
+		ga.Errorf("%s", model.MaskFingerprints(err.Error()))
+		return 1
+	}
+	return publishOutcome(ga, out)
+}
+
+// report_ writes outputs, the job summary and an annotation per failed stack.
+func publishOutcome(ga *githubactions.Action, out *workflow.Outcome) int {
+	type counts struct {
+		Create, Update, Delete, Unchanged, Drift, Errors int
+	}
+	stacks := []string{}
+	summary := map[string]counts{}
+	urls := map[string][]string{}
+	var md strings.Builder
+	for _, so := range out.Stacks {
+		stacks = append(stacks, so.Dir)
+		s := so.Summary
+		summary[so.Dir] = counts{s.Create, s.Update, s.Delete, s.UnChanged, s.Drift, s.Errors}
+		urls[so.Dir] = so.Comments
+		ga.Group("stack " + so.Dir)
+		ga.Infof("%d to create, %d to update, %d to delete, %d unchanged, %d drifted", s.Create, s.Update, s.Delete, s.UnChanged, s.Drift)
+		for _, u := range so.Comments {
+			ga.Infof("comment: %s", u)
+		}
+		ga.EndGroup()
+		if so.Err != nil {
+			ga.WithFieldsMap(map[string]string{"title": "kusion: " + so.Dir}).Errorf("%s", so.Err.Error())
+		}
+		md.WriteString(so.Markdown)
+		md.WriteString("\n\n")
+	}
+	setJSON := func(name string, v any) {
+		b, _ := json.Marshal(v)
+		ga.SetOutput(name, string(b))
+	}
+	ga.SetOutput("changed", strconv.FormatBool(out.Changed))
+	setJSON("stacks", stacks)
+	setJSON("summary", summary)
+	setJSON("comment-urls", urls)
+	text := md.String()
+	if len(text) > maxStepSummary {
+		text = text[:maxStepSummary] + "\n\n*(job summary cut at GitHub's size limit)*\n"
+	}
+	if len(out.Stacks) == 0 {
+		text = "No stack is touched by this change.\n"
+	}
+	ga.AddStepSummary(text)
+	if out.Failed {
+		return 1
+	}
+	return 0
+}
+
+type pullRequestEvent struct {
+	number  int
+	headSHA string
+	fork    bool
+}
+
+// eventPullRequest reads the pull request of a pull_request(_target) event.
+func eventPullRequest(ev map[string]any) *pullRequestEvent {
+	pr, ok := ev["pull_request"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	n, _ := pr["number"].(float64)
+	head, _ := pr["head"].(map[string]any)
+	base, _ := pr["base"].(map[string]any)
+	sha, _ := head["sha"].(string)
+	headRepo, _ := head["repo"].(map[string]any)
+	baseRepo, _ := base["repo"].(map[string]any)
+	fork, _ := headRepo["fork"].(bool)
+	if hn, bn := headRepo["full_name"], baseRepo["full_name"]; hn != nil && bn != nil && hn != bn {
+		fork = true
+	}
+	return &pullRequestEvent{number: int(n), headSHA: sha, fork: fork}
+}
+
+// pushFiles lists what a push event's commits added, changed and removed.
+func pushFiles(ev map[string]any) []workflow.ChangedFile {
+	out := []workflow.ChangedFile{}
+	commits, _ := ev["commits"].([]any)
+	for _, c := range commits {
+		cm, _ := c.(map[string]any)
+		for status, key := range map[string]string{"added": "added", "modified": "modified", "removed": "removed"} {
+			files, _ := cm[key].([]any)
+			for _, f := range files {
+				if p, ok := f.(string); ok {
+					out = append(out, workflow.ChangedFile{Path: p, Status: status})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// list splits an input on newlines and commas.
+func list(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == ',' }) {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

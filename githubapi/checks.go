@@ -1,0 +1,45 @@
+package githubapi
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/go-github/v60/github"
+)
+
+// maxCheckText is the most characters GitHub takes in a check run's output
+// summary or text.
+const maxCheckText = 65535
+
+// Check is the outcome of one stack, shown as a check run on a commit.
+type Check struct {
+	// Name is what the checks list shows, e.g. "kusion/preview: apps/web/dev".
+	Name string
+	// Conclusion is success, failure or neutral.
+	Conclusion     string
+	Title, Summary string
+	// DetailsURL points at the comment or the job.
+	DetailsURL string
+}
+
+// SetCheck records a completed check run on sha.
+func (c *Client) SetCheck(ctx context.Context, sha string, ck Check) error {
+	summary := ck.Summary
+	if r := []rune(summary); len(r) > maxCheckText {
+		summary = string(r[:maxCheckText-1]) + "…"
+	}
+	opts := github.CreateCheckRunOptions{
+		Name:       ck.Name,
+		HeadSHA:    sha,
+		Status:     github.String("completed"),
+		Conclusion: github.String(ck.Conclusion),
+		Output:     &github.CheckRunOutput{Title: github.String(ck.Title), Summary: github.String(summary)},
+	}
+	if ck.DetailsURL != "" {
+		opts.DetailsURL = github.String(ck.DetailsURL)
+	}
+	if _, _, err := c.gh.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
+		return fmt.Errorf("check run %q on %s: %w", ck.Name, sha, err)
+	}
+	return nil
+}

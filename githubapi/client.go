@@ -1,0 +1,99 @@
+// Package githubapi is what the pull-request workflow asks of GitHub: the
+// files a pull request changes, the pull requests of a commit, comments kept
+// one per stack and edited in place, and check runs. It wraps go-github.
+package githubapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/go-github/v60/github"
+)
+
+// Client talks to one repository.
+type Client struct {
+	gh          *github.Client
+	owner, repo string
+}
+
+// New returns a client for owner/repo with token. apiURL is the REST API
+// root (https://api.github.com/ or a GitHub Enterprise one); empty means
+// api.github.com.
+func New(token, apiURL, owner, repo string, hc *http.Client) (*Client, error) {
+	if token == "" {
+		return nil, errors.New("github: no token: set the action's github-token input (default the workflow's GITHUB_TOKEN)")
+	}
+	gh := github.NewClient(hc).WithAuthToken(token)
+	if apiURL != "" {
+		// The URL as given (GITHUB_API_URL: api.github.com, or a GitHub
+		// Enterprise server's .../api/v3).
+		u, err := url.Parse(strings.TrimSuffix(apiURL, "/") + "/")
+		if err != nil {
+			return nil, fmt.Errorf("github: api url %q: %w", apiURL, err)
+		}
+		gh.BaseURL = u
+	}
+	return &Client{gh: gh, owner: owner, repo: repo}, nil
+}
+
+// File is one file a pull request changes.
+type File struct {
+	Path, Status, PreviousPath string
+}
+
+// PullRequestFiles lists every file the pull request changes, page by page
+// (GitHub lists at most 3,000).
+func (c *Client) PullRequestFiles(ctx context.Context, number int) ([]File, error) {
+	var out []File
+	opts := &github.ListOptions{PerPage: 100}
+	for {
+		files, resp, err := c.gh.PullRequests.ListFiles(ctx, c.owner, c.repo, number, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list files of pull request #%d: %w", number, err)
+		}
+		for _, f := range files {
+			out = append(out, File{Path: f.GetFilename(), Status: f.GetStatus(), PreviousPath: f.GetPreviousFilename()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// PullRequest is what the workflow needs of one pull request.
+type PullRequest struct {
+	Number           int
+	HeadSHA, BaseRef string
+	Merged, Fork     bool
+}
+
+// PullRequest reads one pull request.
+func (c *Client) PullRequest(ctx context.Context, number int) (*PullRequest, error) {
+	pr, _, err := c.gh.PullRequests.Get(ctx, c.owner, c.repo, number)
+	if err != nil {
+		return nil, fmt.Errorf("read pull request #%d: %w", number, err)
+	}
+	return &PullRequest{
+		Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(),
+		Merged: pr.GetMerged(), Fork: pr.GetHead().GetRepo().GetFork(),
+	}, nil
+}
+
+// PullRequestsOfCommit lists the pull requests a commit belongs to (the one
+// merged into the default branch among them).
+func (c *Client) PullRequestsOfCommit(ctx context.Context, sha string) ([]int, error) {
+	prs, _, err := c.gh.PullRequests.ListPullRequestsWithCommit(ctx, c.owner, c.repo, sha, &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return nil, fmt.Errorf("pull requests of commit %s: %w", sha, err)
+	}
+	out := make([]int, 0, len(prs))
+	for _, pr := range prs {
+		out = append(out, pr.GetNumber())
+	}
+	return out, nil
+}

@@ -1,0 +1,159 @@
+package githubapi
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-github/v60/github"
+)
+
+// A comment of ours starts with a hidden marker naming what it is about, so
+// the next run finds and edits it instead of adding another:
+//
+//	<!-- kusionpr:preview project=web stack=dev workspace=default -->
+//	<!-- kusionpr:preview project=web stack=dev workspace=default part=2 -->
+var markerLine = regexp.MustCompile(`^<!-- kusionpr:(.+?)(?: part=(\d+))? -->`)
+
+// Marker is the hidden first line of part (1-based) of the comment about key.
+func Marker(key string, part int) string {
+	if part <= 1 {
+		return "<!-- kusionpr:" + key + " -->"
+	}
+	return fmt.Sprintf("<!-- kusionpr:%s part=%d -->", key, part)
+}
+
+// parseMarker reads the key and part of a comment body; ok is false for
+// comments not ours.
+func parseMarker(body string) (key string, part int, ok bool) {
+	m := markerLine.FindStringSubmatch(body)
+	if m == nil {
+		return "", 0, false
+	}
+	part = 1
+	if m[2] != "" {
+		part, _ = strconv.Atoi(m[2])
+	}
+	return m[1], part, true
+}
+
+type comment struct {
+	id        int64
+	body, url string
+	key       string
+	part      int
+}
+
+// ours lists the issue's comments that carry a marker.
+func (c *Client) ours(ctx context.Context, issue int) ([]comment, error) {
+	var out []comment
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		cs, resp, err := c.gh.Issues.ListComments(ctx, c.owner, c.repo, issue, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list comments of #%d: %w", issue, err)
+		}
+		for _, ic := range cs {
+			if key, part, ok := parseMarker(ic.GetBody()); ok {
+				out = append(out, comment{id: ic.GetID(), body: ic.GetBody(), url: ic.GetHTMLURL(), key: key, part: part})
+			}
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// Publish makes the comments about key on issue be exactly parts (each
+// starting with its Marker): parts already there are edited in place when
+// they changed, missing ones created, and parts left from a longer earlier
+// version deleted. It returns the comments' URLs in order.
+func (c *Client) Publish(ctx context.Context, issue int, key string, parts []string) ([]string, error) {
+	existing, err := c.ours(ctx, issue)
+	if err != nil {
+		return nil, err
+	}
+	byPart := map[int]comment{}
+	for _, cm := range existing {
+		if cm.key == key {
+			if _, dup := byPart[cm.part]; !dup {
+				byPart[cm.part] = cm
+			}
+		}
+	}
+	urls := make([]string, len(parts))
+	for i, body := range parts {
+		part := i + 1
+		if !strings.HasPrefix(body, Marker(key, part)) {
+			return nil, fmt.Errorf("comment part %d of %q does not start with its marker", part, key)
+		}
+		if cm, ok := byPart[part]; ok {
+			urls[i] = cm.url
+			if cm.body == body {
+				continue
+			}
+			if _, _, err := c.gh.Issues.EditComment(ctx, c.owner, c.repo, cm.id, &github.IssueComment{Body: github.String(body)}); err != nil {
+				return nil, fmt.Errorf("edit comment %d on #%d: %w", cm.id, issue, err)
+			}
+			continue
+		}
+		ic, _, err := c.gh.Issues.CreateComment(ctx, c.owner, c.repo, issue, &github.IssueComment{Body: github.String(body)})
+		if err != nil {
+			return nil, fmt.Errorf("comment on #%d: %w", issue, err)
+		}
+		urls[i] = ic.GetHTMLURL()
+	}
+	for part, cm := range byPart {
+		if part > len(parts) {
+			if _, err := c.gh.Issues.DeleteComment(ctx, c.owner, c.repo, cm.id); err != nil {
+				return nil, fmt.Errorf("delete comment %d on #%d: %w", cm.id, issue, err)
+			}
+		}
+	}
+	return urls, nil
+}
+
+// MaxCommentLength is the most characters GitHub takes in a comment body.
+const MaxCommentLength = 65536
+
+// outdatedNote is inserted under the marker of a comment whose stack the
+// pull request no longer touches.
+const outdatedNote = "> [!NOTE]\n> **Outdated**: "
+
+// MarkOutdated marks the comments of kind ("preview") whose key is not in
+// current as outdated, with why, and deletes their continuation parts. It
+// returns the keys it marked.
+func (c *Client) MarkOutdated(ctx context.Context, issue int, kind string, current map[string]bool, why string) ([]string, error) {
+	existing, err := c.ours(ctx, issue)
+	if err != nil {
+		return nil, err
+	}
+	var marked []string
+	for _, cm := range existing {
+		if !strings.HasPrefix(cm.key, kind+" ") || current[cm.key] {
+			continue
+		}
+		if cm.part > 1 {
+			if _, err := c.gh.Issues.DeleteComment(ctx, c.owner, c.repo, cm.id); err != nil {
+				return nil, fmt.Errorf("delete comment %d on #%d: %w", cm.id, issue, err)
+			}
+			continue
+		}
+		marker, rest, _ := strings.Cut(cm.body, "\n")
+		if strings.HasPrefix(rest, outdatedNote) {
+			continue
+		}
+		body := marker + "\n" + outdatedNote + why + "\n\n" + rest
+		if len([]rune(body)) > MaxCommentLength {
+			body = marker + "\n" + outdatedNote + why + "\n"
+		}
+		if _, _, err := c.gh.Issues.EditComment(ctx, c.owner, c.repo, cm.id, &github.IssueComment{Body: github.String(body)}); err != nil {
+			return nil, fmt.Errorf("edit comment %d on #%d: %w", cm.id, issue, err)
+		}
+		marked = append(marked, cm.key)
+	}
+	return marked, nil
+}

@@ -1,0 +1,227 @@
+package githubfake
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// GitHub's limits beyond the schema.
+const (
+	maxCommentLength  = 65536 // characters of an issue comment's body
+	maxStatusDescLen  = 140   // characters of a commit status' description
+	maxFilesListed    = 3000  // files GitHub lists of one pull request
+	defaultActorLogin = "github-actions[bot]"
+)
+
+// state is what the fake remembers. It is guarded by Server.mu.
+type state struct {
+	appLogin    string
+	nextID      int64
+	tokens      map[string]string // token -> login it acts as
+	pulls       map[string]*pull  // by repo#number
+	files       map[string][]PullFile
+	commitPulls map[string][]int // by repo@sha
+	comments    []*comment       // in creation order
+	checkRuns   []*checkRun
+	statuses    []*status
+	perms       map[string]string // by repo/login, lower-case
+	reactions   []*reaction
+}
+
+type pull struct {
+	number          int
+	head, base      string
+	fork, merged    bool
+	state, mergeSHA string
+}
+
+type comment struct {
+	repo, owner, name string // repo is the lower-case key; owner/name as first written
+	issue             int
+	Comment
+	created, updated time.Time
+}
+
+// Comment is an issue or pull request comment as GitHub keeps it.
+type Comment struct {
+	ID         int64
+	Body, User string
+	HTMLURL    string
+}
+
+type checkRun struct {
+	repo string
+	CheckRun
+	detailsURL, externalID string
+	started, completed     string
+}
+
+// CheckRun is a check run as GitHub keeps it.
+type CheckRun struct {
+	ID                                                int64
+	Name, HeadSHA, Status, Conclusion, Title, Summary string
+	Text                                              string
+}
+
+type status struct {
+	repo, sha string
+	Status
+	id        int64
+	targetURL string
+	creator   string
+	at        string
+}
+
+// Status is a commit status.
+type Status struct {
+	Context, State, Description string
+}
+
+type reaction struct {
+	repo      string
+	commentID int64
+	id        int64
+	content   string
+	user      string
+}
+
+// PullFile is one file of a pull request's diff.
+type PullFile struct {
+	Filename         string
+	Status           string // added, modified, removed, renamed
+	PreviousFilename string // for renamed
+}
+
+func newState(d *description) state {
+	st := state{
+		nextID: 1000, tokens: map[string]string{}, pulls: map[string]*pull{},
+		files: map[string][]PullFile{}, commitPulls: map[string][]int{}, perms: map[string]string{},
+		appLogin: "octoapp[bot]",
+	}
+	// Installation tokens act as the app; GitHub's example app is "octoapp".
+	if ex := d.resolve(map[string]any{"$ref": "#/components/examples/integration"}); ex != nil {
+		if v, _ := ex["value"].(map[string]any); v != nil && str(v["slug"]) != "" {
+			st.appLogin = str(v["slug"]) + "[bot]"
+		}
+	}
+	return st
+}
+
+func (st *state) id() int64 { st.nextID++; return st.nextID }
+
+func (st *state) userOf(token string) string {
+	if u := st.tokens[token]; u != "" {
+		return u
+	}
+	return defaultActorLogin
+}
+
+func repoKey(owner, repo string) string { return strings.ToLower(owner + "/" + repo) }
+
+func pullKey(repo string, n int) string { return fmt.Sprintf("%s#%d", repo, n) }
+
+// SetTokenUser makes requests with token act as login (the author of the
+// comments they create). Tokens default to github-actions[bot]; tokens the
+// fake issued for an app installation act as the app.
+func (s *Server) SetTokenUser(token, login string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.tokens[token] = login
+}
+
+// SetPullRequest makes pull request number exist, open, with head commit
+// head and base branch base; fork says whether its head repository is a
+// fork.
+func (s *Server) SetPullRequest(owner, repo string, number int, head, base string, fork bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.pulls[pullKey(repoKey(owner, repo), number)] = &pull{number: number, head: head, base: base, fork: fork, state: "open"}
+}
+
+// MergePullRequest closes a pull request SetPullRequest made as merged,
+// with merge commit sha.
+func (s *Server) MergePullRequest(owner, repo string, number int, sha string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.st.pulls[pullKey(repoKey(owner, repo), number)]
+	if p == nil {
+		panic(fmt.Sprintf("githubfake: MergePullRequest of %s/%s#%d before SetPullRequest", owner, repo, number))
+	}
+	p.state, p.merged, p.mergeSHA = "closed", true, sha
+}
+
+// SetPullFiles sets the files a pull request changes.
+func (s *Server) SetPullFiles(owner, repo string, number int, files []PullFile) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.files[pullKey(repoKey(owner, repo), number)] = append([]PullFile(nil), files...)
+}
+
+// SetCommitPulls sets the pull requests commit sha belongs to.
+func (s *Server) SetCommitPulls(owner, repo, sha string, numbers []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.commitPulls[repoKey(owner, repo)+"@"+sha] = append([]int(nil), numbers...)
+}
+
+// SetPermission sets user's permission on the repository (admin, maintain,
+// write, triage, read). Users without one are no collaborators: 404.
+func (s *Server) SetPermission(owner, repo, user, permission string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.perms[repoKey(owner, repo)+"/"+strings.ToLower(user)] = permission
+}
+
+// Comments returns the comments on an issue or pull request, in order.
+func (s *Server) Comments(owner, repo string, issue int) []Comment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Comment
+	for _, c := range s.st.comments {
+		if c.repo == repoKey(owner, repo) && c.issue == issue {
+			out = append(out, c.Comment)
+		}
+	}
+	return out
+}
+
+// CheckRuns returns the repository's check runs in creation order.
+func (s *Server) CheckRuns(owner, repo string) []CheckRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []CheckRun
+	for _, c := range s.st.checkRuns {
+		if c.repo == repoKey(owner, repo) {
+			out = append(out, c.CheckRun)
+		}
+	}
+	return out
+}
+
+// Statuses returns the statuses set on commit sha, in order.
+func (s *Server) Statuses(owner, repo, sha string) []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Status
+	for _, st := range s.st.statuses {
+		if st.repo == repoKey(owner, repo) && st.sha == sha {
+			out = append(out, st.Status)
+		}
+	}
+	return out
+}
+
+// Reactions returns the contents ("+1", "eyes", ...) of the reactions to an
+// issue comment, in order.
+func (s *Server) Reactions(owner, repo string, commentID int64) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, r := range s.st.reactions {
+		if r.repo == repoKey(owner, repo) && r.commentID == commentID {
+			out = append(out, r.content)
+		}
+	}
+	return out
+}

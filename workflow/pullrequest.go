@@ -1,0 +1,296 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/report"
+)
+
+// GitHub is what the pull-request workflow needs of GitHub; githubapi.Client
+// is the implementation.
+type GitHub interface {
+	PullRequestFiles(ctx context.Context, number int) ([]githubapi.File, error)
+	PullRequestsOfCommit(ctx context.Context, sha string) ([]int, error)
+	Publish(ctx context.Context, issue int, key string, parts []string) ([]string, error)
+	MarkOutdated(ctx context.Context, issue int, kind string, current map[string]bool, why string) ([]string, error)
+	SetCheck(ctx context.Context, sha string, ck githubapi.Check) error
+}
+
+// Change is one pull request's work: which stacks it touches, what to do with
+// them, and where to report.
+type Change struct {
+	// Root is the repository checkout.
+	Root string
+	// Number is the pull request; SHA the commit the checks go on.
+	Number int
+	SHA    string
+	// Command is Preview (on a pull request) or Apply (after a merge).
+	Command   Command
+	Selection Selection
+	// Options apply to every stack; Backend, Workspace and credentials.
+	Options Options
+	// MaxParallel bounds the stacks worked on at once (default 4).
+	MaxParallel int
+	// MaxParts caps the comments of one stack (default 10).
+	MaxParts int
+	// Files, when set, are the changed files (a push with no pull request);
+	// otherwise the pull request's are listed.
+	Files []ChangedFile
+	// Comment is always (default), on-change (only stacks with changes,
+	// drift or errors) or never.
+	Comment  string
+	GitHub   GitHub
+	Renderer *report.Renderer
+	Log      *slog.Logger
+}
+
+// StackOutcome is what happened to one stack.
+type StackOutcome struct {
+	Dir     string
+	Deleted bool
+	Run     *Run
+	Summary engine.Summary
+	// Markdown is the whole comment, before splitting (for the job summary).
+	Markdown string
+	Comments []string
+	Err      error
+}
+
+// Outcome is what a Change did.
+type Outcome struct {
+	Stacks []*StackOutcome
+	// Changed: some stack has something to create, update or delete.
+	Changed bool
+	// Failed: some stack could not be previewed, applied or reported.
+	Failed bool
+}
+
+// Run previews (or applies) every stack the pull request touches, each in
+// its own comment and check run, and marks the comments of stacks it no
+// longer touches outdated. A failing stack fails alone.
+func (c *Change) Run(ctx context.Context) (*Outcome, error) {
+	changed := c.Files
+	if changed == nil {
+		files, err := c.GitHub.PullRequestFiles(ctx, c.Number)
+		if err != nil {
+			return nil, err
+		}
+		changed = make([]ChangedFile, len(files))
+		for i, f := range files {
+			changed[i] = ChangedFile{Path: f.Path, Status: f.Status, PreviousPath: f.PreviousPath}
+		}
+	}
+	stacks, err := AffectedStacks(c.Root, changed, c.Selection)
+	if err != nil {
+		return nil, err
+	}
+	c.log().Info("stacks touched", "pullRequest", c.Number, "files", len(changed), "stacks", len(stacks))
+
+	out := &Outcome{Stacks: make([]*StackOutcome, len(stacks))}
+	parallel := c.MaxParallel
+	if parallel <= 0 {
+		parallel = 4
+	}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, st := range stacks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out.Stacks[i] = c.stack(ctx, st)
+		}()
+	}
+	wg.Wait()
+
+	current := map[string]bool{}
+	for _, so := range out.Stacks {
+		current[c.key(so.Dir)] = true
+		if so.Err != nil {
+			out.Failed = true
+		}
+		if so.Summary.Create+so.Summary.Update+so.Summary.Delete > 0 {
+			out.Changed = true
+		}
+	}
+	if c.Command == Preview && c.Number > 0 && c.Comment != "never" {
+		why := "this pull request no longer changes this stack"
+		if c.SHA != "" {
+			why += " (as of " + shortSHA(c.SHA) + ")"
+		}
+		if _, err := c.GitHub.MarkOutdated(ctx, c.Number, c.kind(), current, why+"."); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (c *Change) log() *slog.Logger {
+	if c.Log != nil {
+		return c.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (c *Change) kind() string {
+	if c.Command == Preview {
+		return "preview"
+	}
+	return "apply"
+}
+
+func (c *Change) workspace() string {
+	if c.Options.Workspace != "" {
+		return c.Options.Workspace
+	}
+	return "default"
+}
+
+// key names a stack's comment: its folder is unique in the repository and
+// known even when the stack cannot be loaded.
+func (c *Change) key(dir string) string {
+	return fmt.Sprintf("%s stack=%s workspace=%s", c.kind(), dir, c.workspace())
+}
+
+// stack runs one stack and reports it.
+func (c *Change) stack(ctx context.Context, st AffectedStack) *StackOutcome {
+	so := &StackOutcome{Dir: st.Dir, Deleted: st.Deleted}
+	log := c.log().With("stack", st.Dir)
+	cmd, opts := c.Command, c.Options
+	if st.Deleted {
+		cmd = Destroy
+		opts.DryRun = c.Command == Preview
+	}
+	if cmd == Preview {
+		opts.DryRun = false
+	}
+	log.Info("running", "command", cmd, "dryRun", opts.DryRun)
+	run := RunStack(ctx, cmd, filepath.Join(c.Root, filepath.FromSlash(st.Dir)), opts)
+	so.Run, so.Err = run, c.relative(run.Err)
+
+	p := run.Preview
+	if p == nil {
+		// The stack did not get as far as a plan: its comment is the error.
+		p = &engine.Preview{Stack: st.Dir, Workspace: c.workspace(), ChangeSteps: map[string]*engine.Step{}}
+		if run.Stack != nil {
+			p.Project, p.Stack = run.Stack.Project.Name, run.Stack.Name
+		}
+	}
+	so.Summary = p.Summary()
+	var release *model.Release
+	if c.Command != Preview {
+		release = run.Release
+	}
+	body, err := c.Renderer.Comment(p, so.Err, report.CommentOptions{Marker: githubapi.Marker(c.key(st.Dir), 1), Release: release, Location: st.Dir})
+	if err != nil {
+		so.Err = errors.Join(so.Err, err)
+		return so
+	}
+	so.Markdown = body
+	key := c.key(st.Dir)
+	parts := report.Split(body, report.SplitOptions{
+		Limit:    githubapi.MaxCommentLength,
+		MaxParts: c.maxParts(),
+		Header: func(i, n int) string {
+			return githubapi.Marker(key, i) + fmt.Sprintf("\n*Stack `%s`, continued (%d of %d)*\n\n", st.Dir, i, n)
+		},
+		Footer:    func(i, n int) string { return fmt.Sprintf("\n\n*Continued in the next comment (%d of %d).*", i+1, n) },
+		Truncated: "\n\n> [!NOTE]\n> This preview is too long for comments: the rest is in the workflow run's job summary.",
+	})
+	if c.Number > 0 && c.comments(so) {
+		urls, err := c.GitHub.Publish(ctx, c.Number, key, parts)
+		if err != nil {
+			log.Error("publishing the comment failed", "error", err)
+			so.Err = errors.Join(so.Err, err)
+		}
+		so.Comments = urls
+	}
+	urls := so.Comments
+
+	ck := githubapi.Check{Name: "kusion/" + c.kind() + ": " + st.Dir, Conclusion: "success", Title: c.title(so)}
+	if so.Err != nil {
+		ck.Conclusion = "failure"
+	}
+	ck.Summary = body
+	if len(urls) > 0 {
+		ck.DetailsURL = urls[0]
+	}
+	if c.SHA != "" {
+		if err := c.GitHub.SetCheck(ctx, c.SHA, ck); err != nil {
+			log.Error("setting the check failed", "error", err)
+			so.Err = errors.Join(so.Err, err)
+		}
+	}
+	return so
+}
+
+// comments says whether the stack's comment is published: on-change keeps
+// quiet about a stack with nothing to change, no drift and no error.
+func (c *Change) comments(so *StackOutcome) bool {
+	switch c.Comment {
+	case "never":
+		return false
+	case "on-change":
+		s := so.Summary
+		return so.Err != nil || s.Create+s.Update+s.Delete+s.Drift > 0
+	}
+	return true
+}
+
+func (c *Change) maxParts() int {
+	if c.MaxParts > 0 {
+		return c.MaxParts
+	}
+	return 10
+}
+
+// title is the one-line outcome a check run shows.
+func (c *Change) title(so *StackOutcome) string {
+	s := so.Summary
+	t := fmt.Sprintf("%d to create, %d to update, %d to delete, %d unchanged, %d drifted", s.Create, s.Update, s.Delete, s.UnChanged, s.Drift)
+	switch {
+	case so.Err != nil && c.Command == Preview:
+		return "preview failed: " + firstLine(so.Err.Error())
+	case so.Err != nil:
+		return c.kind() + " failed: " + firstLine(so.Err.Error())
+	case so.Run != nil && so.Run.Release != nil && c.Command != Preview:
+		return fmt.Sprintf("release %d %s: %s", so.Run.Release.Revision, so.Run.Release.Phase, t)
+	}
+	return t
+}
+
+// relative shows paths inside the checkout relative to its root: the comment
+// names apps/web/dev/spec.yaml, not the runner's folder.
+func (c *Change) relative(err error) error {
+	if err == nil {
+		return nil
+	}
+	root := strings.TrimSuffix(filepath.ToSlash(c.Root), "/") + "/"
+	msg := model.MaskFingerprints(strings.ReplaceAll(err.Error(), root, ""))
+	return errors.New(msg)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 200 {
+		line = line[:200] + "…"
+	}
+	return line
+}
+
+func shortSHA(s string) string {
+	if len(s) > 7 {
+		return s[:7]
+	}
+	return s
+}
