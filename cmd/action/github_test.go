@@ -357,3 +357,37 @@ func TestApplyOnPush(t *testing.T) {
 		t.Errorf("the Secret's value appears in the apply's report")
 	}
 }
+
+// TestForkPullRequest: a fork gets no secrets, so its preview compares the
+// spec with the prior release only and says so; it is never applied.
+func TestForkPullRequest(t *testing.T) {
+	gh := githubfake.New(t)
+	repo := newPRRepo(t)
+	const number = 9
+	ev := prEvent(t, number, "5555555555555555555555555555555555555555")
+	head := ev["pull_request"].(map[string]any)["head"].(map[string]any)
+	headRepo := head["repo"].(map[string]any)
+	headRepo["fork"] = true
+	headRepo["full_name"] = "someone/Hello-World"
+	o, r := owner(ev)
+	gh.SetPullFiles(o, r, number, []githubfake.PullFile{{Filename: "apps/web/dev/spec.yaml", Status: "modified"}})
+	env := map[string]string{"INPUT_BACKEND": "file://" + filepath.Join(t.TempDir(), "releases"), "KUBECONFIG": ""}
+
+	run := runAction(t, gh, repo.root, "pull_request", ev, env)
+	if run.code != 0 {
+		t.Fatalf("fork preview exited %d\n%s", run.code, run.stderr)
+	}
+	comments := gh.Comments(o, r, number)
+	if len(comments) != 1 || !strings.Contains(comments[0].Body, "Compared with the prior release only") || !strings.Contains(comments[0].Body, "Create") {
+		t.Fatalf("fork comments: %+v", comments)
+	}
+	if strings.Contains(comments[0].Body, repo.secret) {
+		t.Error("the fork's comment shows the Secret's value")
+	}
+
+	env["INPUT_COMMAND"] = "apply"
+	run = runAction(t, gh, repo.root, "pull_request", ev, env)
+	if run.code == 0 || !strings.Contains(run.stdout+run.stderr, "comes from a fork") {
+		t.Errorf("apply of a fork's pull request: exit %d\n%s%s", run.code, run.stdout, run.stderr)
+	}
+}
