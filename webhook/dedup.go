@@ -1,0 +1,80 @@
+package webhook
+
+import (
+	"container/list"
+	"sync"
+	"time"
+)
+
+// Dedup remembers recent delivery ids so that a redelivery (GitHub's own
+// retry, or someone pressing "Redeliver") does not run a command twice.
+// It is bounded in both size and age, so a flood of deliveries cannot grow
+// it without limit; the price is that an id pushed out early is handled
+// again if it comes back. It is safe for concurrent use.
+type Dedup struct {
+	mu    sync.Mutex
+	size  int
+	ttl   time.Duration
+	order *list.List // of entry, oldest first: ids are never refreshed, so first seen is also first to expire
+	ids   map[string]*list.Element
+	now   func() time.Time // replaced in tests
+}
+
+type entry struct {
+	id   string
+	seen time.Time
+}
+
+// NewDedup remembers at most size ids (at least 1), each for ttl; a ttl of
+// zero or less keeps ids until size pushes them out.
+func NewDedup(size int, ttl time.Duration) *Dedup {
+	return &Dedup{
+		size:  max(size, 1),
+		ttl:   ttl,
+		order: list.New(),
+		ids:   make(map[string]*list.Element),
+		now:   time.Now,
+	}
+}
+
+// Seen reports whether id was seen before, and records it. A repeat does
+// not extend how long id is remembered, which keeps the ids in the order
+// they expire in, so expiring is done from the front only.
+func (d *Dedup) Seen(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	d.expire(now)
+	if _, ok := d.ids[id]; ok {
+		return true
+	}
+	d.ids[id] = d.order.PushBack(entry{id: id, seen: now})
+	for d.order.Len() > d.size {
+		d.remove(d.order.Front())
+	}
+	return false
+}
+
+// Forget drops id, so that a delivery the bot failed to handle is handled
+// when GitHub delivers it again.
+func (d *Dedup) Forget(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.ids[id]; ok {
+		d.remove(e)
+	}
+}
+
+func (d *Dedup) expire(now time.Time) {
+	if d.ttl <= 0 {
+		return
+	}
+	for e := d.order.Front(); e != nil && now.Sub(e.Value.(entry).seen) >= d.ttl; e = d.order.Front() {
+		d.remove(e)
+	}
+}
+
+func (d *Dedup) remove(e *list.Element) {
+	delete(d.ids, e.Value.(entry).id)
+	d.order.Remove(e)
+}

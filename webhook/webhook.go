@@ -1,0 +1,210 @@
+// Package webhook receives GitHub webhook deliveries for the bot: it checks
+// the HMAC signature before trusting anything in a request, bounds what an
+// unauthenticated sender can make the server read, and remembers delivery
+// ids so that a redelivered event is not acted on twice.
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// MaxBody is GitHub's cap on a delivery's payload (25 MB); larger bodies are
+// refused. GitHub never sends more, so anything bigger is not from GitHub.
+const MaxBody = 25 << 20
+
+const (
+	signatureHeader = "X-Hub-Signature-256"
+	signaturePrefix = "sha256="
+)
+
+// Delivery is one verified webhook request.
+type Delivery struct {
+	// ID is X-GitHub-Delivery: the same on every redelivery of one event.
+	ID string
+	// Event is X-GitHub-Event, such as "issue_comment" or "pull_request".
+	Event string
+	// HookID is X-GitHub-Hook-ID, empty when GitHub did not send it.
+	HookID string
+	// Body is the event's JSON: the request body, or the form's payload
+	// field when the hook was set up with the form content type.
+	Body []byte
+}
+
+// Error is why a request was refused, with the HTTP status to answer.
+// Reason is safe to send back and to log: it never holds the secret, the
+// signature received or the body.
+type Error struct {
+	Status int
+	Reason string
+}
+
+func (e *Error) Error() string { return e.Reason }
+
+func refuse(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Receive reads and verifies a delivery. Nothing of the request is looked
+// at beyond its method, size and signature until the signature holds, so a
+// stranger learns nothing but "unauthorized". Errors are *Error: 405 (the
+// caller should add "Allow: POST"), 401 for a missing or wrong signature,
+// 413 for a body over MaxBody, 415 for a content type GitHub does not send,
+// 400 for anything else malformed.
+func Receive(r *http.Request, secret []byte) (*Delivery, error) {
+	if r.Method != http.MethodPost {
+		return nil, refuse(http.StatusMethodNotAllowed, "webhooks are delivered with POST")
+	}
+	if len(secret) == 0 {
+		// An empty key is one anyone can sign with: fail closed, as a
+		// server error since the sender did nothing wrong.
+		return nil, refuse(http.StatusInternalServerError, "the webhook secret is not set")
+	}
+	want, err := parseSignature(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	if r.ContentLength > MaxBody {
+		return nil, refuse(http.StatusRequestEntityTooLarge, "the body is over %d bytes", MaxBody)
+	}
+	if r.Body == nil {
+		return nil, refuse(http.StatusBadRequest, "the request has no body")
+	}
+	body, err := readLimited(r.Body, MaxBody)
+	if err != nil {
+		return nil, err
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	if !hmac.Equal(mac.Sum(nil), want) {
+		return nil, refuse(http.StatusUnauthorized, "%s does not match the body: check the webhook secret", signatureHeader)
+	}
+
+	d := &Delivery{
+		ID:     r.Header.Get("X-GitHub-Delivery"),
+		Event:  r.Header.Get("X-GitHub-Event"),
+		HookID: r.Header.Get("X-GitHub-Hook-ID"),
+	}
+	if d.Event == "" {
+		return nil, refuse(http.StatusBadRequest, "missing X-GitHub-Event header")
+	}
+	if d.ID == "" {
+		return nil, refuse(http.StatusBadRequest, "missing X-GitHub-Delivery header")
+	}
+	if d.Body, err = payload(r.Header.Get("Content-Type"), body); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// parseSignature returns the MAC the sender claims. SHA-1 (X-Hub-Signature)
+// is not accepted on its own: GitHub always sends SHA-256 alongside it.
+func parseSignature(h http.Header) ([]byte, error) {
+	v := h.Get(signatureHeader)
+	if v == "" {
+		if h.Get("X-Hub-Signature") != "" {
+			return nil, refuse(http.StatusUnauthorized, "missing %s header (SHA-1 signatures are not accepted)", signatureHeader)
+		}
+		return nil, refuse(http.StatusUnauthorized, "missing %s header: set a secret on the webhook", signatureHeader)
+	}
+	hexMAC, ok := strings.CutPrefix(v, signaturePrefix)
+	mac, err := hex.DecodeString(hexMAC)
+	if !ok || err != nil || len(mac) != sha256.Size {
+		return nil, refuse(http.StatusUnauthorized, "%s is not %s followed by %d hex digits", signatureHeader, signaturePrefix, 2*sha256.Size)
+	}
+	return mac, nil
+}
+
+// readLimited reads all of r if it holds at most limit bytes. It reads in
+// chunks that grow with what actually arrives, so a sender who announces a
+// big body and sends little costs little, and stops at limit+1 bytes
+// without joining them, so an oversize body costs about limit bytes at most.
+func readLimited(r io.Reader, limit int) ([]byte, error) {
+	var chunks [][]byte
+	total, size := 0, 4<<10
+	for {
+		size = min(size, limit+1-total)
+		buf := make([]byte, size)
+		n, err := io.ReadFull(r, buf)
+		chunks = append(chunks, buf[:n])
+		total += n
+		if total > limit {
+			return nil, refuse(http.StatusRequestEntityTooLarge, "the body is over %d bytes", limit)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			// An outer http.MaxBytesReader with a lower limit says so the
+			// same way ours does.
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				return nil, refuse(http.StatusRequestEntityTooLarge, "the body is too large")
+			}
+			return nil, refuse(http.StatusBadRequest, "reading the body: %v", err)
+		}
+		size = min(2*size, 1<<20)
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	body := make([]byte, 0, total)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	return body, nil
+}
+
+// payload returns the event's JSON from a verified body. The signature
+// covers the body as sent, so a form is decoded only after it is checked.
+func payload(contentType string, body []byte) ([]byte, error) {
+	media := "application/json"
+	if contentType != "" {
+		var err error
+		if media, _, err = mime.ParseMediaType(contentType); err != nil {
+			return nil, refuse(http.StatusBadRequest, "malformed Content-Type header")
+		}
+	}
+	switch media {
+	case "application/json":
+	case "application/x-www-form-urlencoded":
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, refuse(http.StatusBadRequest, "the form body is malformed")
+		}
+		if !form.Has("payload") {
+			return nil, refuse(http.StatusBadRequest, "the form body has no payload field")
+		}
+		body = []byte(form.Get("payload"))
+	default:
+		return nil, refuse(http.StatusUnsupportedMediaType, "content type %q is neither application/json nor application/x-www-form-urlencoded", media)
+	}
+	if !json.Valid(body) {
+		return nil, refuse(http.StatusBadRequest, "the payload is not valid JSON")
+	}
+	return body, nil
+}
+
+// NewSecret checks the webhook secret the bot was configured with. The bot
+// must not start without one, since every delivery would then be refused
+// (or, worse, accepted unsigned). envName is where the value came from, so
+// the error tells the operator what to set; the value is never repeated.
+func NewSecret(value, envName string) ([]byte, error) {
+	if value == "" {
+		return nil, fmt.Errorf("%s is empty: set it to the GitHub App's webhook secret", envName)
+	}
+	if strings.TrimSpace(value) != value {
+		// Almost always a newline from a file or a copy; GitHub would sign
+		// with the secret as typed, and every delivery would fail with 401.
+		return nil, fmt.Errorf("%s begins or ends with white space (a trailing newline?): remove it, or if it is part of the secret, choose another", envName)
+	}
+	return []byte(value), nil
+}
