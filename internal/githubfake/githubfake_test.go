@@ -51,7 +51,9 @@ var handledOperations = [...]string{
 	"issues/delete-comment", "reactions/create-for-issue-comment", "checks/create", "checks/update",
 	"checks/get", "checks/list-for-ref", "repos/create-commit-status", "pulls/get", "pulls/list-files",
 	"repos/list-pull-requests-associated-with-commit", "repos/get-collaborator-permission-level",
-	"apps/create-installation-access-token",
+	"apps/create-installation-access-token", "pulls/list", "pulls/list-reviews", "repos/get-combined-status-for-ref",
+	"repos/download-tarball-archive", "apps/list-repos-accessible-to-installation", "apps/get-repo-installation",
+	"apps/get-installation", "apps/list-installations",
 }
 
 func TestDescription(t *testing.T) {

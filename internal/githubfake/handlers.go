@@ -45,6 +45,20 @@ func handler(opID string) func(*Server, *request) response {
 		return (*Server).permission
 	case "apps/create-installation-access-token":
 		return (*Server).accessToken
+	case "pulls/list":
+		return (*Server).listPulls
+	case "pulls/list-reviews":
+		return (*Server).listReviews
+	case "repos/get-combined-status-for-ref":
+		return (*Server).combinedStatus
+	case "repos/download-tarball-archive":
+		return (*Server).tarball
+	case "apps/list-repos-accessible-to-installation":
+		return (*Server).installationRepos
+	case "apps/get-repo-installation", "apps/get-installation":
+		return (*Server).installation
+	case "apps/list-installations":
+		return (*Server).listInstallations
 	}
 	return nil
 }
@@ -154,18 +168,34 @@ func (s *Server) createComment(rq *request) response {
 	if utf8.RuneCountInString(body) > maxCommentLength {
 		return commentTooLong()
 	}
-	issue := int(intParam(rq, "issue_number"))
+	c := s.addComment(rq.params["owner"], rq.params["repo"], int(intParam(rq, "issue_number")), rq.user, body)
+	m := s.commentJSON(c)
+	return response{status: http.StatusCreated, body: m, header: http.Header{"Location": {str(m["url"])}}}
+}
+
+func (s *Server) addComment(owner, name string, issue int, user, body string) *comment {
+	repo := repoKey(owner, name)
 	kind := "issues"
-	if s.st.pulls[pullKey(rq.repo, issue)] != nil || s.st.files[pullKey(rq.repo, issue)] != nil {
+	if s.st.pulls[pullKey(repo, issue)] != nil || s.st.files[pullKey(repo, issue)] != nil {
 		kind = "pull"
 	}
 	now := time.Now()
-	c := &comment{repo: rq.repo, owner: rq.params["owner"], name: rq.params["repo"], issue: issue, created: now, updated: now}
-	c.ID, c.Body, c.User = s.st.id(), body, rq.user
+	c := &comment{repo: repo, owner: owner, name: name, issue: issue, created: now, updated: now}
+	c.ID, c.Body, c.User = s.st.id(), body, user
 	c.HTMLURL = fmt.Sprintf("https://github.com/%s/%s/%s/%d#issuecomment-%d", c.owner, c.name, kind, issue, c.ID)
 	s.st.comments = append(s.st.comments, c)
-	m := s.commentJSON(c)
-	return response{status: http.StatusCreated, body: m, header: http.Header{"Location": {str(m["url"])}}}
+	if p := s.st.pulls[pullKey(repo, issue)]; p != nil {
+		s.st.touch(p)
+	}
+	return c
+}
+
+// PostComment is user commenting on an issue or pull request, as the
+// issue_comment event that tells of it would say; it returns the comment.
+func (s *Server) PostComment(owner, repo string, issue int, user, body string) Comment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addComment(owner, repo, issue, user, body).Comment
 }
 
 func (s *Server) findComment(rq *request) (int, *comment) {
@@ -407,14 +437,38 @@ func (s *Server) pullJSON(rq *request, opID string, number int) map[string]any {
 	set(m, "head.sha", p.head)
 	set(m, "base.ref", p.base)
 	set(m, "head.repo.fork", p.fork)
-	// The list form (pull-request-simple) has no "merged".
+	// A fork's head lives in the forker's repository, else in the base's.
+	headOwner := owner
+	if p.fork {
+		headOwner = "forker-of-" + owner
+	}
+	set(m, "head.repo.name", name)
+	set(m, "head.repo.full_name", headOwner+"/"+name)
+	set(m, "head.repo.owner.login", headOwner)
+	if head, ok := m["head"].(map[string]any); ok {
+		set(m, "head.label", headOwner+":"+str(head["ref"]))
+	}
+	set(m, "created_at", stamp(p.created))
+	set(m, "updated_at", stamp(p.updated))
+	if p.author != "" {
+		withUser(m, "user", p.author)
+	}
+	// The list form (pull-request-simple) has no "merged", "mergeable" or
+	// "comments".
 	if _, ok := m["merged"]; ok {
 		set(m, "merged", p.merged)
 	}
+	if _, ok := m["mergeable"]; ok && p.mergeableState != "" {
+		set(m, "mergeable_state", p.mergeableState)
+		set(m, "mergeable", mergeable(p.mergeableState))
+	}
+	if _, ok := m["comments"]; ok {
+		set(m, "comments", s.commentCount(rq.repo, number))
+	}
 	if p.merged {
 		set(m, "merge_commit_sha", p.mergeSHA)
-		set(m, "merged_at", stamp(time.Now()))
-		set(m, "closed_at", stamp(time.Now()))
+		set(m, "merged_at", stamp(p.mergedAt))
+		set(m, "closed_at", stamp(p.mergedAt))
 	} else {
 		set(m, "merged_at", nil)
 		set(m, "closed_at", nil)
@@ -486,8 +540,13 @@ func (s *Server) permission(rq *request) response {
 }
 
 func (s *Server) accessToken(rq *request) response {
+	inst := intParam(rq, "installation_id")
+	if s.st.appKey != nil && !containsID(s.installations(), inst) {
+		return notFound()
+	}
 	token := fmt.Sprintf("ghs_fake%032d", s.st.id())
 	s.st.tokens[token] = s.st.appLogin
+	s.st.tokenInstall[token] = inst
 	m := s.template(rq.op.id, "201")
 	set(m, "token", token)
 	set(m, "expires_at", stamp(time.Now().Add(time.Hour)))

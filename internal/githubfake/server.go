@@ -150,6 +150,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	idx := len(s.calls)
 	s.calls = append(s.calls, call)
 
+	// Codeload URLs are pre-signed: no token, and no REST description.
+	if strings.HasPrefix(path, codeloadPrefix) {
+		s.serveCodeload(w, r, decoded)
+		return
+	}
 	token := bearer(r.Header.Get("Authorization"))
 	if token == "" {
 		s.violate("%s: no Authorization: Bearer/token header", where)
@@ -171,6 +176,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rq := &request{r: r, op: op, params: params, query: r.URL.Query(), user: s.st.userOf(token)}
 	rq.repo = strings.ToLower(params["owner"] + "/" + params["repo"])
 
+	if resp, ok := s.checkAuth(rq, token); !ok {
+		s.violate("%s: %s", where, errorText(resp.body))
+		s.write(w, op, resp)
+		return
+	}
 	if resp, ok := s.checkRequest(rq, raw); !ok {
 		s.violate("%s: %s", where, errorText(resp.body))
 		s.write(w, op, resp)

@@ -1,6 +1,7 @@
 package githubfake
 
 import (
+	"crypto/rsa"
 	"fmt"
 	"strings"
 	"time"
@@ -27,6 +28,16 @@ type state struct {
 	statuses    []*status
 	perms       map[string]string // by repo/login, lower-case
 	reactions   []*reaction
+	reviews     map[string][]*review // by repo#number
+	tick        int64                // orders pulls' creation and updates
+
+	trees     map[string]*tree  // by repo@ref
+	downloads map[string]string // codeload token -> repo@ref it was issued for
+
+	appID        int64
+	appKey       *rsa.PublicKey // nil: /app requests take any token
+	installRepos []installRepo
+	tokenInstall map[string]int64 // installation token -> its installation
 }
 
 type pull struct {
@@ -34,6 +45,12 @@ type pull struct {
 	head, base      string
 	fork, merged    bool
 	state, mergeSHA string
+	author          string // "" keeps the documented example's
+	// mergeableState is GitHub's mergeable_state; "" keeps the example's.
+	mergeableState       string
+	created, updated     time.Time
+	createdSeq, touchSeq int64 // tell apart pulls made within one second
+	mergedAt             time.Time
 }
 
 type comment struct {
@@ -97,6 +114,7 @@ func newState(d *description) state {
 	st := state{
 		nextID: 1000, tokens: map[string]string{}, pulls: map[string]*pull{},
 		files: map[string][]PullFile{}, commitPulls: map[string][]int{}, perms: map[string]string{},
+		reviews: map[string][]*review{}, trees: map[string]*tree{}, downloads: map[string]string{}, tokenInstall: map[string]int64{},
 		appLogin: "octoapp[bot]",
 	}
 	// Installation tokens act as the app; GitHub's example app is "octoapp".
@@ -109,6 +127,12 @@ func newState(d *description) state {
 }
 
 func (st *state) id() int64 { st.nextID++; return st.nextID }
+
+// touch marks a pull request updated, for sort=updated.
+func (st *state) touch(p *pull) {
+	st.tick++
+	p.updated, p.touchSeq = time.Now(), st.tick
+}
 
 func (st *state) userOf(token string) string {
 	if u := st.tokens[token]; u != "" {
@@ -136,7 +160,12 @@ func (s *Server) SetTokenUser(token, login string) {
 func (s *Server) SetPullRequest(owner, repo string, number int, head, base string, fork bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.st.pulls[pullKey(repoKey(owner, repo), number)] = &pull{number: number, head: head, base: base, fork: fork, state: "open"}
+	s.st.tick++
+	now := time.Now()
+	s.st.pulls[pullKey(repoKey(owner, repo), number)] = &pull{
+		number: number, head: head, base: base, fork: fork, state: "open",
+		created: now, updated: now, createdSeq: s.st.tick, touchSeq: s.st.tick,
+	}
 }
 
 // MergePullRequest closes a pull request SetPullRequest made as merged,
@@ -149,6 +178,8 @@ func (s *Server) MergePullRequest(owner, repo string, number int, sha string) {
 		panic(fmt.Sprintf("githubfake: MergePullRequest of %s/%s#%d before SetPullRequest", owner, repo, number))
 	}
 	p.state, p.merged, p.mergeSHA = "closed", true, sha
+	s.st.touch(p)
+	p.mergedAt = p.updated
 }
 
 // SetPullFiles sets the files a pull request changes.

@@ -1,0 +1,193 @@
+package githubfake
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// codeloadPrefix is where the fake serves the archives the tarball
+// operation redirects to: codeload.github.com on GitHub, outside the REST
+// description, and so exempt from its checks.
+const codeloadPrefix = "/_codeload/"
+
+type tree struct {
+	owner, name, ref, sha string
+	tgz                   []byte
+}
+
+var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// SetTree makes the files under dir the repository's contents at ref (a
+// commit sha, branch or tag; "refs/heads/x" and "x" are one ref). The
+// folder is read now, as a commit does not change afterwards; a .git
+// folder in it is left out, as git archive leaves it out. A ref that is
+// not a full sha gets a made-up commit sha, stable for owner/repo@ref.
+func (s *Server) SetTree(owner, repo, ref, dir string) {
+	sha := ref
+	if !fullSHA.MatchString(ref) {
+		sum := sha1.Sum([]byte("githubfake\x00" + repoKey(owner, repo) + "\x00" + shortRef(ref)))
+		sha = hex.EncodeToString(sum[:])
+	}
+	tgz, err := buildTarball(fmt.Sprintf("%s-%s-%s/", owner, repo, sha[:7]), sha, dir)
+	if err != nil {
+		panic(fmt.Sprintf("githubfake: SetTree %s/%s@%s: %v", owner, repo, ref, err))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.trees[repoKey(owner, repo)+"@"+shortRef(ref)] = &tree{owner: owner, name: repo, ref: ref, sha: sha, tgz: tgz}
+}
+
+func shortRef(ref string) string {
+	for _, p := range []string{"refs/heads/", "refs/tags/"} {
+		if r, ok := strings.CutPrefix(ref, p); ok {
+			return r
+		}
+	}
+	return ref
+}
+
+// buildTarball builds what GitHub's legacy.tar.gz holds (git archive's output):
+// a pax global header carrying the commit sha, then every folder and file
+// under the one top folder.
+func buildTarball(top, sha, dir string) ([]byte, error) {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	// git archive stamps entries with the commit's time; the fake's commit
+	// is made now.
+	mtime := time.Now().Truncate(time.Second)
+	hdr := func(name string, typ byte, mode int64) *tar.Header {
+		return &tar.Header{Name: name, Typeflag: typ, Mode: mode, ModTime: mtime, Uname: "root", Gname: "root", Format: tar.FormatPAX}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeXGlobalHeader, Name: "pax_global_header", PAXRecords: map[string]string{"comment": sha}}); err != nil {
+		return nil, err
+	}
+	if err := tw.WriteHeader(hdr(top, tar.TypeDir, 0o775)); err != nil {
+		return nil, err
+	}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		name := top + filepath.ToSlash(rel)
+		switch {
+		case d.IsDir() && d.Name() == ".git":
+			return filepath.SkipDir
+		case d.IsDir():
+			return tw.WriteHeader(hdr(name+"/", tar.TypeDir, 0o775))
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			h := hdr(name, tar.TypeSymlink, 0o777)
+			h.Linkname = target
+			return tw.WriteHeader(h)
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			// Git keeps only the executable bit; git archive applies
+			// tar.umask 002 to it.
+			mode := int64(0o664)
+			if info.Mode()&0o100 != 0 {
+				mode = 0o775
+			}
+			h := hdr(name, tar.TypeReg, mode)
+			h.Size = info.Size()
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(tw, f)
+			return err
+		}
+		return fmt.Errorf("%s: git keeps only files, folders and symlinks", path)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := gz.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// tarball answers as GitHub does: a redirect to a short-lived codeload URL
+// whose token stands for the caller's authorization, so the download
+// itself needs no Authorization header.
+func (s *Server) tarball(rq *request) response {
+	key := rq.repo + "@" + shortRef(rq.params["ref"])
+	if s.st.trees[key] == nil {
+		return notFound()
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	token := hex.EncodeToString(b)
+	s.st.downloads[token] = key
+	loc := fmt.Sprintf("%s%s%s/%s/legacy.tar.gz/%s?token=%s", strings.TrimSuffix(s.hs.URL, "/"), codeloadPrefix,
+		url.PathEscape(rq.params["owner"]), url.PathEscape(rq.params["repo"]), escapeRef(rq.params["ref"]), token)
+	return response{status: http.StatusFound, header: http.Header{"Location": {loc}}}
+}
+
+func escapeRef(ref string) string {
+	parts := strings.Split(ref, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
+}
+
+// serveCodeload serves an archive the tarball operation redirected to,
+// under the lock. A download without the token of the redirect is a
+// violation: the client dropped the query of the Location it was given.
+func (s *Server) serveCodeload(w http.ResponseWriter, r *http.Request, path string) {
+	where := r.Method + " " + path
+	rest := strings.TrimPrefix(path, codeloadPrefix)
+	parts := strings.SplitN(rest, "/", 4)
+	if r.Method != http.MethodGet || len(parts) != 4 || parts[2] != "legacy.tar.gz" {
+		s.violate("%s: codeload serves only GET %s{owner}/{repo}/legacy.tar.gz/{ref}", where, codeloadPrefix)
+		http.NotFound(w, r)
+		return
+	}
+	key := repoKey(parts[0], parts[1]) + "@" + shortRef(parts[3])
+	token := r.URL.Query().Get("token")
+	t := s.st.trees[key]
+	if s.st.downloads[token] != key || t == nil {
+		s.violate("%s: no archive was issued for this URL and token (follow the Location of GET /repos/{owner}/{repo}/tarball/{ref} as it is)", where)
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/x-gzip")
+	h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%s-%s-%s.tar.gz", t.owner, t.name, t.sha[:7]))
+	h.Set("ETag", fmt.Sprintf("%q", t.sha))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(t.tgz)
+}
