@@ -27,7 +27,10 @@ func New(token, apiURL, owner, repo string, hc *http.Client) (*Client, error) {
 	if token == "" {
 		return nil, errors.New("github: no token: set the action's github-token input (default the workflow's GITHUB_TOKEN)")
 	}
-	gh := github.NewClient(hc).WithAuthToken(token)
+	return newClient(github.NewClient(hc).WithAuthToken(token), apiURL, owner, repo)
+}
+
+func newClient(gh *github.Client, apiURL, owner, repo string) (*Client, error) {
 	if apiURL != "" {
 		// The URL as given (GITHUB_API_URL: api.github.com, or a GitHub
 		// Enterprise server's .../api/v3).

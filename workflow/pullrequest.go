@@ -62,7 +62,10 @@ type StackOutcome struct {
 	// Markdown is the whole comment, before splitting (for the job summary).
 	Markdown string
 	Comments []string
-	Err      error
+	// Skipped is why Options.Skip left the stack alone: nothing was
+	// reported for it.
+	Skipped string
+	Err     error
 }
 
 // Outcome is what a Change did.
@@ -177,6 +180,11 @@ func (c *Change) stack(ctx context.Context, st AffectedStack) *StackOutcome {
 	log.Info("running", "command", cmd, "dryRun", opts.DryRun)
 	run := RunStack(ctx, cmd, filepath.Join(c.Root, filepath.FromSlash(st.Dir)), opts)
 	so.Run, so.Err = run, c.relative(run.Err)
+	if run.Skipped != "" {
+		log.Info("skipped", "reason", run.Skipped)
+		so.Skipped = run.Skipped
+		return so
+	}
 
 	p := run.Preview
 	if p == nil {

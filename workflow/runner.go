@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -67,7 +68,15 @@ type Options struct {
 	// (no credentials: a pull request from a fork). Apply and destroy refuse.
 	Offline bool
 	Origin  *model.Origin
-	Logger  *slog.Logger
+	// WaitHeld is how long an apply or destroy waits for another run that
+	// holds the stack to end, trying again as it does; 0 fails at once.
+	// The backend's revision slot decides who runs, so runners on several
+	// machines queue up without knowing of each other.
+	WaitHeld time.Duration
+	// Skip, if set, is asked with the stack's latest release (nil if none)
+	// before anything runs; a reason skips the stack.
+	Skip   func(latest *model.Release) string
+	Logger *slog.Logger
 }
 
 // Run is the outcome of one command on one stack.
@@ -77,7 +86,9 @@ type Run struct {
 	Release *model.Release
 	// Store is where the release was written.
 	Store string
-	Err   error
+	// Skipped is why Options.Skip skipped the stack.
+	Skipped string
+	Err     error
 }
 
 // RunStack loads the stack in dir and runs cmd on it.
@@ -111,6 +122,19 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	}
 	defer store.Close()
 	run.Store = where
+	skip := func() (string, error) {
+		if opts.Skip == nil {
+			return "", nil
+		}
+		latest, err := store.Latest(ctx, target.Project, target.Workspace)
+		if err != nil {
+			return "", err
+		}
+		return opts.Skip(latest), nil
+	}
+	if run.Skipped, run.Err = skip(); run.Skipped != "" || run.Err != nil {
+		return run
+	}
 
 	var specCtx map[string]any
 	if target.Spec != nil {
@@ -150,11 +174,12 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 		}
 	case Apply, Destroy:
 		var res *engine.Result
-		if cmd == Apply {
-			res, run.Err = eng.Apply(ctx, target, applyOpts)
-		} else {
-			res, run.Err = eng.Destroy(ctx, target, applyOpts)
-		}
+		res, run.Skipped, run.Err = whenFree(ctx, opts, skip, func() (*engine.Result, error) {
+			if cmd == Apply {
+				return eng.Apply(ctx, target, applyOpts)
+			}
+			return eng.Destroy(ctx, target, applyOpts)
+		})
 		if res != nil {
 			run.Preview, run.Release = res.Preview, res.Release
 		}
@@ -267,4 +292,33 @@ func (l *lazy) SensitivePaths(ctx context.Context, r model.Resource) ([]string, 
 		return sp.SensitivePaths(ctx, r)
 	}
 	return nil, nil
+}
+
+// whenFree runs op, and again while another run holds the stack, until
+// opts.WaitHeld has passed; skip is asked again before each new try, as
+// the run waited for may have done the work. Waits grow from a quarter
+// second to five seconds, with jitter so that waiting runners do not retry
+// in step.
+func whenFree(ctx context.Context, opts Options, skip func() (string, error), op func() (*engine.Result, error)) (*engine.Result, string, error) {
+	deadline := time.Now().Add(opts.WaitHeld)
+	wait := 250 * time.Millisecond
+	for {
+		res, err := op()
+		if !errors.Is(err, backend.ErrHeld) || !time.Now().Before(deadline) {
+			return res, "", err
+		}
+		if opts.Logger != nil {
+			opts.Logger.Info("stack held by another run; waiting", "reason", err.Error())
+		}
+		d := wait/2 + rand.N(wait)
+		select {
+		case <-ctx.Done():
+			return res, "", err
+		case <-time.After(min(d, time.Until(deadline))):
+		}
+		wait = min(2*wait, 5*time.Second)
+		if why, serr := skip(); why != "" || serr != nil {
+			return nil, why, serr
+		}
+	}
 }

@@ -1,0 +1,373 @@
+package githubapi
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/google/go-github/v60/github"
+)
+
+// App authenticates as a GitHub App: a JWT signed with its private key for
+// the App's own endpoints, an installation token per installation
+// otherwise. Installation tokens are kept and refreshed per installation,
+// so runs share them.
+type App struct {
+	ID         int64
+	PrivateKey []byte
+	// APIURL is the REST root (GitHub Enterprise Server, tests); empty for api.github.com.
+	APIURL string
+	// Transport carries the requests (default http.DefaultTransport): the
+	// bot counts calls and the rate limit there.
+	Transport http.RoundTripper
+
+	mu         sync.Mutex
+	transports map[int64]*ghinstallation.Transport
+}
+
+func (a *App) base() http.RoundTripper {
+	if a.Transport == nil {
+		return http.DefaultTransport
+	}
+	return a.Transport
+}
+
+func (a *App) installation(id int64) (*github.Client, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tr := a.transports[id]
+	if tr == nil {
+		var err error
+		if tr, err = ghinstallation.New(a.base(), a.ID, id, a.PrivateKey); err != nil {
+			return nil, fmt.Errorf("github app %d: %w", a.ID, err)
+		}
+		if a.APIURL != "" {
+			tr.BaseURL = strings.TrimSuffix(a.APIURL, "/")
+		}
+		if a.transports == nil {
+			a.transports = map[int64]*ghinstallation.Transport{}
+		}
+		a.transports[id] = tr
+	}
+	return github.NewClient(&http.Client{Transport: tr, Timeout: 2 * time.Minute}), nil
+}
+
+// Installation returns a client for owner/repo acting as the App's
+// installation.
+func (a *App) Installation(installationID int64, owner, repo string) (*Client, error) {
+	gh, err := a.installation(installationID)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(gh, a.APIURL, owner, repo)
+}
+
+// Installations lists the ids of the App's installations.
+func (a *App) Installations(ctx context.Context) ([]int64, error) {
+	tr, err := ghinstallation.NewAppsTransport(a.base(), a.ID, a.PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("github app %d: %w", a.ID, err)
+	}
+	if a.APIURL != "" {
+		tr.BaseURL = strings.TrimSuffix(a.APIURL, "/")
+	}
+	c, err := newClient(github.NewClient(&http.Client{Transport: tr, Timeout: time.Minute}), a.APIURL, "", "")
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	opts := &github.ListOptions{PerPage: 100}
+	for {
+		list, resp, err := c.gh.Apps.ListInstallations(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list installations of app %d: %w", a.ID, err)
+		}
+		for _, in := range list {
+			ids = append(ids, in.GetID())
+		}
+		if resp.NextPage == 0 {
+			return ids, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// Repositories lists the owner/name of the repositories an installation
+// reaches.
+func (a *App) Repositories(ctx context.Context, installationID int64) ([][2]string, error) {
+	gh, err := a.installation(installationID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newClient(gh, a.APIURL, "", "")
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]string
+	opts := &github.ListOptions{PerPage: 100}
+	for {
+		list, resp, err := c.gh.Apps.ListRepos(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("repositories of installation %d: %w", installationID, err)
+		}
+		for _, r := range list.Repositories {
+			out = append(out, [2]string{r.GetOwner().GetLogin(), r.GetName()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// Merged is a merged pull request.
+type Merged struct {
+	Number   int
+	SHA      string // the merge commit
+	MergedAt time.Time
+	MergedBy string
+}
+
+// RecentlyMerged lists the pull requests merged since the given time,
+// newest first.
+func (c *Client) RecentlyMerged(ctx context.Context, since time.Time) ([]Merged, error) {
+	var out []Merged
+	opts := &github.PullRequestListOptions{State: "closed", Sort: "updated", Direction: "desc", ListOptions: github.ListOptions{PerPage: 50}}
+	for {
+		prs, resp, err := c.gh.PullRequests.List(ctx, c.owner, c.repo, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list closed pull requests: %w", err)
+		}
+		old := false
+		for _, pr := range prs {
+			// Sorted by update: a merge since "since" was an update since.
+			if pr.GetUpdatedAt().Before(since) {
+				old = true
+				break
+			}
+			if pr.MergedAt == nil || pr.GetMergedAt().Before(since) {
+				continue
+			}
+			// The list leaves out who merged.
+			full, _, err := c.gh.PullRequests.Get(ctx, c.owner, c.repo, pr.GetNumber())
+			if err != nil {
+				return nil, fmt.Errorf("read pull request #%d: %w", pr.GetNumber(), err)
+			}
+			out = append(out, Merged{Number: pr.GetNumber(), SHA: full.GetMergeCommitSHA(), MergedAt: full.GetMergedAt().Time, MergedBy: full.GetMergedBy().GetLogin()})
+		}
+		if old || resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].MergedAt.After(out[j].MergedAt) })
+	return out, nil
+}
+
+// Reply comments on an issue or pull request (an answer to a command,
+// not a per-stack report).
+func (c *Client) Reply(ctx context.Context, issue int, body string) error {
+	if _, _, err := c.gh.Issues.CreateComment(ctx, c.owner, c.repo, issue, &github.IssueComment{Body: github.String(body)}); err != nil {
+		return fmt.Errorf("comment on #%d: %w", issue, err)
+	}
+	return nil
+}
+
+// Permission is the user's permission on the repository: admin, write,
+// read or none.
+func (c *Client) Permission(ctx context.Context, user string) (string, error) {
+	p, resp, err := c.gh.Repositories.GetPermissionLevel(ctx, c.owner, c.repo, user)
+	if resp != nil && resp.StatusCode == http.StatusNotFound {
+		return "none", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("permission of %s: %w", user, err)
+	}
+	return p.GetPermission(), nil
+}
+
+// ApprovedBy lists who approved the pull request at its head (their latest
+// review counts), leaving out its author.
+func (c *Client) ApprovedBy(ctx context.Context, number int, author, headSHA string) ([]string, error) {
+	latest := map[string]*github.PullRequestReview{}
+	var order []string
+	opts := &github.ListOptions{PerPage: 100}
+	for {
+		rs, resp, err := c.gh.PullRequests.ListReviews(ctx, c.owner, c.repo, number, opts)
+		if err != nil {
+			return nil, fmt.Errorf("reviews of #%d: %w", number, err)
+		}
+		for _, r := range rs {
+			u := r.GetUser().GetLogin()
+			if r.GetState() == "COMMENTED" {
+				continue
+			}
+			if _, ok := latest[u]; !ok {
+				order = append(order, u)
+			}
+			latest[u] = r
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	var out []string
+	for _, u := range order {
+		r := latest[u]
+		if r.GetState() == "APPROVED" && !strings.EqualFold(u, author) && (r.GetCommitID() == "" || r.GetCommitID() == headSHA) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// PullRequestDetail adds what authorising an apply needs.
+type PullRequestDetail struct {
+	PullRequest
+	Author    string
+	Mergeable bool
+	State     string
+}
+
+// PullRequestDetail reads a pull request with its author and mergeability.
+func (c *Client) PullRequestDetail(ctx context.Context, number int) (*PullRequestDetail, error) {
+	pr, _, err := c.gh.PullRequests.Get(ctx, c.owner, c.repo, number)
+	if err != nil {
+		return nil, fmt.Errorf("read pull request #%d: %w", number, err)
+	}
+	return &PullRequestDetail{
+		PullRequest: PullRequest{Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(),
+			Merged: pr.GetMerged(), Fork: pr.GetHead().GetRepo().GetFork() || pr.GetHead().GetRepo().GetFullName() != pr.GetBase().GetRepo().GetFullName()},
+		Author: pr.GetUser().GetLogin(), Mergeable: pr.GetMergeable(), State: pr.GetState(),
+	}, nil
+}
+
+// ChecksGreen reports whether every check run and commit status on sha
+// passed, leaving out the bot's own check runs (prefix), and names the ones
+// that did not.
+func (c *Client) ChecksGreen(ctx context.Context, sha, ownPrefix string) (bool, []string, error) {
+	var bad []string
+	opts := &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		res, resp, err := c.gh.Checks.ListCheckRunsForRef(ctx, c.owner, c.repo, sha, opts)
+		if err != nil {
+			return false, nil, fmt.Errorf("check runs of %s: %w", sha, err)
+		}
+		for _, cr := range res.CheckRuns {
+			if strings.HasPrefix(cr.GetName(), ownPrefix) {
+				continue
+			}
+			switch cr.GetConclusion() {
+			case "success", "neutral", "skipped":
+			default:
+				bad = append(bad, cr.GetName())
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	st, _, err := c.gh.Repositories.GetCombinedStatus(ctx, c.owner, c.repo, sha, &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return false, nil, fmt.Errorf("statuses of %s: %w", sha, err)
+	}
+	for _, s := range st.Statuses {
+		if s.GetState() != "success" {
+			bad = append(bad, s.GetContext())
+		}
+	}
+	return len(bad) == 0, bad, nil
+}
+
+// React adds a reaction (eyes, +1, -1, rocket, confused) to a comment.
+func (c *Client) React(ctx context.Context, commentID int64, content string) error {
+	if _, _, err := c.gh.Reactions.CreateIssueCommentReaction(ctx, c.owner, c.repo, commentID, content); err != nil {
+		return fmt.Errorf("react %s to comment %d: %w", content, commentID, err)
+	}
+	return nil
+}
+
+// maxArchive bounds a repository download.
+const maxArchive = 1 << 30
+
+// Checkout downloads the repository at ref into dir (GitHub's tarball, its
+// top folder stripped).
+func (c *Client) Checkout(ctx context.Context, ref, dir string) error {
+	u, _, err := c.gh.Repositories.GetArchiveLink(ctx, c.owner, c.repo, github.Tarball, &github.RepositoryContentGetOptions{Ref: ref}, 3)
+	if err != nil {
+		return fmt.Errorf("archive of %s: %w", ref, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("download %s at %s: %w", c.repo, ref, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("download %s at %s: %s", c.repo, ref, resp.Status)
+	}
+	return untar(io.LimitReader(resp.Body, maxArchive), dir)
+}
+
+func untar(r io.Reader, dir string) error {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
+		// Entries sit under one top folder (owner-repo-sha/).
+		_, rel, ok := strings.Cut(h.Name, "/")
+		if !ok || rel == "" {
+			continue
+		}
+		target := filepath.Join(dir, filepath.FromSlash(rel))
+		if !strings.HasPrefix(target, filepath.Clean(dir)+string(filepath.Separator)) {
+			return fmt.Errorf("archive: entry %q leaves the folder", h.Name)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(f, tr)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
