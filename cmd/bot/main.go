@@ -1,42 +1,73 @@
-// Command bot is the GitHub App that applies merged pull requests and
-// `/kusion apply` comments. Until its webhook handling lands it serves only
-// its health endpoints, so deployments can be wired up ahead of time.
+// Command bot is the GitHub App: it applies the stacks a merged pull request
+// changed and answers /kusion commands on pull requests. Configuration comes
+// from KUSIONPR_* environment variables (see bot.Config and the README).
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/kusionpr/kusionpr/bot"
 )
 
 func main() {
-	addr := flag.String("listen", "127.0.0.1:8080", "address to serve on")
-	flag.Parse()
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	os.Exit(run(os.Getenv, os.Stderr))
+}
 
-	mux := http.NewServeMux()
-	ok := func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) }
-	mux.HandleFunc("GET /healthz", ok)
-	mux.HandleFunc("GET /readyz", ok)
-	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+func run(getenv func(string) string, stderr *os.File) int {
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	cfg, err := bot.LoadConfig(getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "bot: %v\n", err)
+		return 2
+	}
+	b, err := bot.New(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "bot: %v\n", err)
+		return 2
+	}
+	// Headers must come fast; a body may take a while to arrive (25 MB).
+	srv := &http.Server{Addr: cfg.Listen, Handler: b.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 2 * time.Minute}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		log.Info("stopping: waiting for running applies", "timeout", cfg.ShutdownTimeout)
+		drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
-		srv.Shutdown(shutdown)
+		_ = srv.Shutdown(drain)
+		if err := b.Drain(drain); err != nil {
+			log.Error("applies still running at the deadline were cancelled", "error", err)
+		}
 	}()
-	log.Info("listening", "addr", *addr)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Error("serve", "error", err)
-		os.Exit(1)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "bot: %v\n", err)
+		return 1
 	}
+	log.Info("listening", "addr", ln.Addr().String())
+	go func() {
+		n, err := b.Recover(ctx)
+		if err != nil {
+			log.Error("recovery of lost applies failed", "error", err)
+		}
+		log.Info("recovery queued the merges whose apply may be missing", "queued", n, "window", cfg.RecoverWindow.String())
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("serve", "error", err)
+		return 1
+	}
+	<-done
+	return 0
 }

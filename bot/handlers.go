@@ -1,0 +1,301 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kusionpr/kusionpr/chatops"
+	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/webhook"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+// event is the part of GitHub's pull_request and issue_comment payloads the
+// bot reads.
+type event struct {
+	Action      string `json:"action"`
+	Number      int    `json:"number"`
+	PullRequest *struct {
+		Number         int    `json:"number"`
+		Merged         bool   `json:"merged"`
+		MergeCommitSHA string `json:"merge_commit_sha"`
+		MergedBy       *user  `json:"merged_by"`
+	} `json:"pull_request"`
+	Issue *struct {
+		Number      int       `json:"number"`
+		PullRequest *struct{} `json:"pull_request"`
+	} `json:"issue"`
+	Comment *struct {
+		ID   int64  `json:"id"`
+		Body string `json:"body"`
+		User user   `json:"user"`
+	} `json:"comment"`
+	Repository struct {
+		FullName string `json:"full_name"`
+		Name     string `json:"name"`
+		Owner    user   `json:"owner"`
+	} `json:"repository"`
+	Installation *struct {
+		ID int64 `json:"id"`
+	} `json:"installation"`
+	Sender user `json:"sender"`
+}
+
+type user struct {
+	Login string `json:"login"`
+	Type  string `json:"type"`
+}
+
+// job is one unit of work taken from a webhook.
+type job struct {
+	installation int64
+	owner, repo  string
+	number       int
+	sha          string
+	actor        string
+	command      chatops.Command
+	commentID    int64
+	afterMerge   bool
+	// mergedAt is set on the applies Recover queued.
+	mergedAt time.Time
+}
+
+// dispatch turns a verified delivery into a queued job; the outcome names
+// what happened for the metrics and the answer.
+func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
+	if d.Event != "pull_request" && d.Event != "issue_comment" {
+		return "ignored", nil
+	}
+	var ev event
+	if err := json.Unmarshal(d.Body, &ev); err != nil {
+		return "", fmt.Errorf("malformed %s payload: %v", d.Event, err)
+	}
+	if ev.Installation == nil || ev.Repository.FullName == "" {
+		return "", fmt.Errorf("%s payload without installation or repository", d.Event)
+	}
+	if !b.cfg.allowed(ev.Repository.FullName) {
+		b.log.Info("repository not allowed", "repository", ev.Repository.FullName)
+		return "ignored", nil
+	}
+	j := job{installation: ev.Installation.ID, owner: ev.Repository.Owner.Login, repo: ev.Repository.Name}
+	switch {
+	case d.Event == "pull_request" && ev.Action == "closed" && ev.PullRequest != nil && ev.PullRequest.Merged:
+		j.number, j.sha, j.afterMerge = ev.PullRequest.Number, ev.PullRequest.MergeCommitSHA, true
+		j.command = chatops.Command{Verb: chatops.Apply}
+		j.actor = ev.Sender.Login
+		if ev.PullRequest.MergedBy != nil {
+			j.actor = ev.PullRequest.MergedBy.Login
+		}
+	case d.Event == "issue_comment" && ev.Action == "created" && ev.Issue != nil && ev.Issue.PullRequest != nil && ev.Comment != nil:
+		if ev.Comment.User.Type == "Bot" || strings.HasSuffix(ev.Comment.User.Login, "[bot]") {
+			return "ignored", nil
+		}
+		cmd, ok := chatops.Parse(ev.Comment.Body)
+		if !ok {
+			return "ignored", nil
+		}
+		j.number, j.command, j.commentID, j.actor = ev.Issue.Number, cmd, ev.Comment.ID, ev.Comment.User.Login
+	default:
+		return "ignored", nil
+	}
+	if !b.enqueue(j) {
+		return "coalesced", nil
+	}
+	return "accepted", nil
+}
+
+// enqueue queues j unless the same work is queued or running already: the
+// same merge (a webhook redelivered under a new id, or found again by
+// Recover), or the same comment. Two comments are two requests: their
+// applies queue up behind each other on the backend's revision slot.
+func (b *Bot) enqueue(j job) bool {
+	key := fmt.Sprintf("%s/%s#%d@%s:%s:%s", strings.ToLower(j.owner), strings.ToLower(j.repo), j.number, j.sha, j.command.Verb, strings.Join(j.command.Stacks, ","))
+	if j.commentID != 0 {
+		key += fmt.Sprintf(":%d", j.commentID)
+	}
+	return b.q.add(b.base, key, func(ctx context.Context) { b.run(ctx, j) })
+}
+
+// run does one job; every refusal and failure is answered on the pull request.
+func (b *Bot) run(ctx context.Context, j job) {
+	log := b.log.With("repository", j.owner+"/"+j.repo, "pullRequest", j.number, "command", j.command.Verb, "actor", j.actor)
+	gh, err := b.app.Installation(j.installation, j.owner, j.repo)
+	if err != nil {
+		log.Error("installation client", "error", err)
+		return
+	}
+	react := func(content string) {
+		if j.commentID != 0 {
+			if err := gh.React(ctx, j.commentID, content); err != nil {
+				log.Warn("reaction failed", "error", err)
+			}
+		}
+	}
+	refuse := func(reason string) {
+		log.Info("refused", "reason", reason)
+		react("-1")
+		if err := gh.Reply(ctx, j.number, fmt.Sprintf("@%s `/kusion %s` refused: %s", j.actor, j.command.Verb, reason)); err != nil {
+			log.Warn("reply failed", "error", err)
+		}
+	}
+	react("eyes")
+
+	switch j.command.Verb {
+	case chatops.Help:
+		if err := gh.Reply(ctx, j.number, chatops.HelpText(j.command.Unknown)); err != nil {
+			log.Warn("reply failed", "error", err)
+		}
+		return
+	case chatops.Apply, chatops.Unlock:
+		if !j.afterMerge {
+			perm, err := gh.Permission(ctx, j.actor)
+			if err != nil {
+				refuse("the permission check failed: " + err.Error())
+				return
+			}
+			if perm != "admin" && perm != "write" && perm != "maintain" {
+				refuse(fmt.Sprintf("it needs write or admin permission on the repository; @%s has %s", j.actor, perm))
+				return
+			}
+		}
+	}
+
+	pr, err := gh.PullRequestDetail(ctx, j.number)
+	if err != nil {
+		refuse(err.Error())
+		return
+	}
+	ref := j.sha
+	if !j.afterMerge {
+		// The head is pinned now; a push after this command is not applied.
+		ref = pr.HeadSHA
+		if j.command.Verb == chatops.Apply {
+			if reason := b.applyRefusal(ctx, gh, pr); reason != "" {
+				refuse(reason)
+				return
+			}
+		}
+	}
+	dir, err := os.MkdirTemp("", "kusionpr-checkout")
+	if err != nil {
+		refuse(err.Error())
+		return
+	}
+	defer os.RemoveAll(dir)
+	if err := gh.Checkout(ctx, ref, dir); err != nil {
+		refuse(err.Error())
+		return
+	}
+	if !j.afterMerge && j.command.Verb == chatops.Apply {
+		if now, err := gh.PullRequestDetail(ctx, j.number); err != nil || now.HeadSHA != ref {
+			refuse(fmt.Sprintf("the pull request moved from %s while the command was read; comment again to apply the new head", short(ref)))
+			return
+		}
+	}
+
+	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, ForceConflicts: true, Lease: b.cfg.Lease,
+		WaitHeld: b.cfg.HoldWait, Logger: log,
+		Origin: &model.Origin{PullRequest: j.number, SHA: ref, Actor: j.actor, Command: commandName(j)}}
+	if !j.mergedAt.IsZero() {
+		opts.Skip = recoverySkip(ref, j.mergedAt)
+	}
+	if j.command.Verb == chatops.Unlock {
+		rel, err := workflow.Unlock(ctx, filepath.Join(dir, b.cfg.Root, j.command.Stacks[0]), opts, j.actor, fmt.Sprintf("/kusion unlock on #%d", j.number))
+		if err != nil {
+			refuse(err.Error())
+			return
+		}
+		react("+1")
+		_ = gh.Reply(ctx, j.number, fmt.Sprintf("Release %d of `%s` is now %s: %s", rel.Revision, j.command.Stacks[0], rel.Phase, rel.Message))
+		return
+	}
+	cmd := workflow.Apply
+	if j.command.Verb == chatops.Preview {
+		cmd = workflow.Preview
+	}
+	change := &workflow.Change{
+		Root: filepath.Join(dir, b.cfg.Root), Number: j.number, SHA: ref, Command: cmd, Options: opts,
+		Selection: workflow.Selection{Stacks: j.command.Stacks}, GitHub: gh, Renderer: b.renderer, Log: log,
+	}
+	start := time.Now()
+	out, err := change.Run(ctx)
+	b.m.durations.WithLabelValues(string(cmd)).Observe(time.Since(start).Seconds())
+	if err != nil {
+		refuse(model.MaskFingerprints(err.Error()))
+		return
+	}
+	for _, so := range out.Stacks {
+		result := "success"
+		if so.Err != nil {
+			result = "failure"
+		}
+		b.m.runs.WithLabelValues(so.Dir, string(cmd), result).Inc()
+	}
+	switch {
+	case out.Failed:
+		react("confused")
+	case len(out.Stacks) == 0:
+		_ = gh.Reply(ctx, j.number, "No stack is touched by this pull request"+stacksNote(j.command.Stacks)+".")
+	default:
+		react("rocket")
+	}
+}
+
+// applyRefusal checks what an apply before merge needs; "" when allowed.
+func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *githubapi.PullRequestDetail) string {
+	switch {
+	case pr.Fork:
+		return "pull requests from forks are never applied"
+	case pr.State != "open":
+		return "the pull request is " + pr.State
+	}
+	if b.cfg.RequireApproval {
+		approvers, err := gh.ApprovedBy(ctx, pr.Number, pr.Author, pr.HeadSHA)
+		if err != nil {
+			return err.Error()
+		}
+		if len(approvers) == 0 {
+			return fmt.Sprintf("it needs an approval of %s from someone other than its author", short(pr.HeadSHA))
+		}
+	}
+	if b.cfg.RequireMergeable && !pr.Mergeable {
+		return "the pull request is not mergeable"
+	}
+	if b.cfg.RequireChecks {
+		ok, failing, err := gh.ChecksGreen(ctx, pr.HeadSHA, "kusion/")
+		if err != nil {
+			return err.Error()
+		}
+		if !ok {
+			return "required checks are not green: " + strings.Join(failing, ", ")
+		}
+	}
+	return ""
+}
+
+func commandName(j job) string {
+	if j.afterMerge {
+		return "merge"
+	}
+	return "/kusion " + string(j.command.Verb)
+}
+
+func stacksNote(stacks []string) string {
+	if len(stacks) == 0 {
+		return ""
+	}
+	return " among " + strings.Join(stacks, ", ")
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}

@@ -1,0 +1,86 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kusionpr/kusionpr/chatops"
+	"github.com/kusionpr/kusionpr/model"
+)
+
+// Recover queues the apply of every pull request merged within the
+// recovery window, in every repository the App is installed on, newest
+// first. Each stack such a merge touched is applied unless the backend
+// shows it done: a release of that merge succeeded or failed on its own,
+// or something newer than the merge was applied since. So an apply lost to
+// a crash, a cancelled drain or a webhook that came while no bot ran is
+// done now, and nothing done is done twice.
+func (b *Bot) Recover(ctx context.Context) (queued int, err error) {
+	if b.cfg.RecoverWindow <= 0 {
+		return 0, nil
+	}
+	since := time.Now().Add(-b.cfg.RecoverWindow)
+	ids, err := b.app.Installations(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("recover: %w", err)
+	}
+	for _, id := range ids {
+		repos, err := b.app.Repositories(ctx, id)
+		if err != nil {
+			return queued, fmt.Errorf("recover: %w", err)
+		}
+		for _, r := range repos {
+			if !b.cfg.allowed(r[0] + "/" + r[1]) {
+				continue
+			}
+			gh, err := b.app.Installation(id, r[0], r[1])
+			if err != nil {
+				return queued, fmt.Errorf("recover: %w", err)
+			}
+			merged, err := gh.RecentlyMerged(ctx, since)
+			if err != nil {
+				return queued, fmt.Errorf("recover %s/%s: %w", r[0], r[1], err)
+			}
+			for _, m := range merged {
+				j := job{installation: id, owner: r[0], repo: r[1], number: m.Number, sha: m.SHA, actor: m.MergedBy,
+					command: chatops.Command{Verb: chatops.Apply}, afterMerge: true, mergedAt: m.MergedAt}
+				if b.enqueue(j) {
+					queued++
+				}
+			}
+		}
+	}
+	return queued, nil
+}
+
+// recoverySkip decides, from a stack's latest release, whether the apply
+// of the merge sha (merged at mergedAt) is still to be done.
+func recoverySkip(sha string, mergedAt time.Time) func(*model.Release) string {
+	return func(latest *model.Release) string {
+		if latest == nil {
+			return ""
+		}
+		ours := latest.Origin != nil && latest.Origin.SHA == sha
+		switch {
+		case ours && latest.Phase == model.PhaseSucceeded:
+			return fmt.Sprintf("release %d applied this merge already", latest.Revision)
+		case ours && latest.Phase == model.PhaseFailed && !interrupted(latest.Message):
+			return fmt.Sprintf("release %d of this merge failed and was reported; apply again with /kusion apply", latest.Revision)
+		case ours:
+			// Running (its holder may be dead: the backend's lease decides)
+			// or interrupted: do it again.
+			return ""
+		case latest.CreateTime.After(mergedAt):
+			return fmt.Sprintf("release %d, newer than this merge, applied the stack since", latest.Revision)
+		}
+		return ""
+	}
+}
+
+// interrupted tells a release its run's cancellation ended (a drain past
+// its deadline) from one that failed by itself or was unlocked by hand.
+func interrupted(msg string) bool {
+	return strings.Contains(msg, context.Canceled.Error()) || strings.Contains(msg, context.DeadlineExceeded.Error())
+}

@@ -1,0 +1,120 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/report"
+	"github.com/kusionpr/kusionpr/webhook"
+)
+
+// Bot receives webhooks and runs what they ask for.
+type Bot struct {
+	cfg      *Config
+	secret   []byte
+	app      *githubapi.App
+	log      *slog.Logger
+	m        *metrics
+	q        *queue
+	seen     *webhook.Dedup
+	renderer *report.Renderer
+	ready    atomic.Bool
+	// base is the context jobs run under: cancelled when a drain times out.
+	base   context.Context
+	cancel context.CancelFunc
+}
+
+// New checks the configuration and prepares the bot.
+func New(cfg *Config, log *slog.Logger) (*Bot, error) {
+	secret, err := webhook.NewSecret(cfg.WebhookSecret, "KUSIONPR_WEBHOOK_SECRET")
+	if err != nil {
+		return nil, err
+	}
+	r, err := report.New()
+	if err != nil {
+		return nil, err
+	}
+	m := newMetrics()
+	base, cancel := context.WithCancel(context.Background())
+	b := &Bot{
+		cfg: cfg, secret: secret, log: log, m: m, renderer: r,
+		app:  &githubapi.App{ID: cfg.AppID, PrivateKey: []byte(cfg.PrivateKey), APIURL: cfg.APIURL, Transport: counting{next: http.DefaultTransport, m: m}},
+		q:    newQueue(cfg.Concurrency, m),
+		seen: webhook.NewDedup(10000, 24*time.Hour),
+		base: base, cancel: cancel,
+	}
+	b.ready.Store(true)
+	return b, nil
+}
+
+// Handler serves /webhook, /healthz, /readyz and /metrics.
+func (b *Bot) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/webhook", b.webhook)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !b.ready.Load() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("GET /metrics", b.m.handler())
+	return mux
+}
+
+// Drain stops taking work and waits for running jobs up to ctx's deadline;
+// past it the jobs are cancelled (their releases end failed, and leases let
+// the next run take over).
+func (b *Bot) Drain(ctx context.Context) error {
+	b.ready.Store(false)
+	err := b.q.drain(ctx)
+	b.cancel()
+	return err
+}
+
+// webhook answers at once: verified, deduplicated, queued.
+func (b *Bot) webhook(w http.ResponseWriter, r *http.Request) {
+	d, err := webhook.Receive(r, b.secret)
+	if err != nil {
+		status := http.StatusBadRequest
+		var we *webhook.Error
+		if errors.As(err, &we) {
+			status = we.Status
+		}
+		b.m.webhooks.WithLabelValues(r.Header.Get("X-GitHub-Event"), "refused").Inc()
+		b.log.Warn("webhook refused", "status", status, "reason", err.Error(), "remote", r.RemoteAddr)
+		http.Error(w, err.Error(), status)
+		return
+	}
+	if b.seen.Seen(d.ID) {
+		b.m.webhooks.WithLabelValues(d.Event, "duplicate").Inc()
+		writeJSON(w, http.StatusOK, map[string]string{"result": "duplicate delivery ignored"})
+		return
+	}
+	outcome, err := b.dispatch(d)
+	if err != nil {
+		b.m.webhooks.WithLabelValues(d.Event, "refused").Inc()
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	b.m.webhooks.WithLabelValues(d.Event, outcome).Inc()
+	status := http.StatusOK
+	if outcome == "accepted" {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, map[string]string{"result": outcome})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,534 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kusionpr/kusionpr/backend"
+	"github.com/kusionpr/kusionpr/internal/githubfake"
+	"github.com/kusionpr/kusionpr/internal/testenv"
+)
+
+const (
+	appID          = 4242
+	installationID = 7
+	secret         = "webhook-secret-for-tests"
+)
+
+var (
+	buildOnce sync.Once
+	botBin    string
+	buildErr  error
+)
+
+func botBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kusionpr-bot")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		botBin = filepath.Join(dir, "bot")
+		if out, err := exec.Command("go", "build", "-o", botBin, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return botBin
+}
+
+// world is a GitHub (fake), a repository with one stack, a test cluster and
+// a release bucket on MinIO, and bot processes serving webhooks.
+type world struct {
+	t           *testing.T
+	gh          *githubfake.Server
+	owner, repo string
+	tree        string
+	ns          string
+	backend     string
+	url         string // the first bot's
+	env         []string
+	bots        []*botProc
+}
+
+// botProc is one bot process.
+type botProc struct {
+	url  string
+	proc *exec.Cmd
+	logs *lockedWriter
+}
+
+// worldOption changes the world before the first bot starts.
+type worldOption func(*world)
+
+// withEnv adds environment variables of the bots.
+func withEnv(kv ...string) worldOption { return func(w *world) { w.env = append(w.env, kv...) } }
+
+// withResources adds resources (YAML list items, %[1]s the namespace) to the stack.
+func withResources(yaml string) worldOption {
+	return func(w *world) {
+		f, err := os.OpenFile(filepath.Join(w.tree, "apps/web/dev/spec.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		defer f.Close()
+		fmt.Fprintf(f, yaml, w.ns)
+	}
+}
+
+func newWorld(t *testing.T, opts ...worldOption) *world {
+	kc := testenv.Kubeconfig(t)
+	w := &world{t: t, gh: githubfake.New(t), owner: "Codertocat", repo: "Hello-World", tree: t.TempDir(),
+		ns: fmt.Sprintf("bot-%06x", mrand.IntN(1<<24))}
+	w.backend = testenv.S3(t).NewBucket(t) // sets the S3 credentials in the environment
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.gh.SetAppKey(appID, &key.PublicKey)
+	keyPath := filepath.Join(t.TempDir(), "app.pem")
+	os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600)
+	w.gh.AddInstallationRepo(installationID, w.owner, w.repo)
+
+	os.MkdirAll(filepath.Join(w.tree, "apps/web/dev"), 0o755)
+	os.WriteFile(filepath.Join(w.tree, "apps/web/project.yaml"), []byte("name: web\n"), 0o644)
+	os.WriteFile(filepath.Join(w.tree, "apps/web/dev/stack.yaml"), []byte("name: dev\n"), 0o644)
+	w.setConfigValue("bot")
+	t.Cleanup(func() {
+		exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", w.ns, "--ignore-not-found", "--wait=false").Run()
+	})
+	w.env = append(os.Environ(),
+		"KUBECONFIG="+kc, "KUSIONPR_WEBHOOK_SECRET="+secret,
+		fmt.Sprintf("KUSIONPR_APP_ID=%d", appID), "KUSIONPR_APP_PRIVATE_KEY_PATH="+keyPath,
+		"KUSIONPR_GITHUB_API_URL="+w.gh.URL, "KUSIONPR_BACKEND="+w.backend, "KUSIONPR_SHUTDOWN_TIMEOUT=30s")
+	for _, o := range opts {
+		o(w)
+	}
+	w.url = w.start().url
+	return w
+}
+
+// setConfigValue writes the stack's spec with the ConfigMap's data.from
+// set to v (any resources withResources added are dropped).
+func (w *world) setConfigValue(v string) {
+	w.t.Helper()
+	err := os.WriteFile(filepath.Join(w.tree, "apps/web/dev/spec.yaml"), []byte(fmt.Sprintf(`resources:
+- id: v1:Namespace:%[1]s
+  type: Kubernetes
+  attributes: {apiVersion: v1, kind: Namespace, metadata: {name: %[1]s}}
+- id: v1:ConfigMap:%[1]s:settings
+  type: Kubernetes
+  attributes: {apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: %[1]s}, data: {from: %[2]q}}
+`, w.ns, v)), 0o644)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// start starts a bot process and waits until it serves and its recovery
+// pass is done.
+func (w *world) start() *botProc {
+	w.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	b := &botProc{url: "http://" + addr, logs: &lockedWriter{b: &strings.Builder{}}}
+	b.proc = exec.Command(botBinary(w.t))
+	b.proc.Env = append(append([]string(nil), w.env...), "KUSIONPR_LISTEN="+addr)
+	b.proc.Stderr = b.logs
+	if err := b.proc.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	w.bots = append(w.bots, b)
+	w.t.Cleanup(func() { b.proc.Process.Kill(); b.proc.Wait() })
+	w.waitFor("the bot to come up and finish its recovery pass", func() bool {
+		resp, err := http.Get(b.url + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200 && strings.Contains(b.logs.String(), "recovery queued")
+	})
+	return b
+}
+
+// logs is every bot's log.
+func (w *world) logs() string {
+	var out strings.Builder
+	for i, b := range w.bots {
+		fmt.Fprintf(&out, "--- bot %d ---\n%s", i, b.logs.String())
+	}
+	return out.String()
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// pullRequest sets up PR number touching the stack, at head.
+func (w *world) pullRequest(number int, head string) {
+	w.gh.SetTree(w.owner, w.repo, head, w.tree)
+	w.gh.SetPullRequest(w.owner, w.repo, number, head, "master", false)
+	w.gh.SetPullFiles(w.owner, w.repo, number, []githubfake.PullFile{{Filename: "apps/web/dev/spec.yaml", Status: "modified"}})
+}
+
+func (w *world) payload(event, action string) map[string]any {
+	p := githubfake.Event(w.t, event, action)
+	p["installation"] = map[string]any{"id": float64(installationID)}
+	return p
+}
+
+// waitFor polls until cond holds.
+func (w *world) waitFor(what string, cond func() bool) {
+	w.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("timed out waiting for %s\nbot logs:\n%s", what, w.logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (w *world) commentsContaining(number int, s string) int {
+	n := 0
+	for _, c := range w.gh.Comments(w.owner, w.repo, number) {
+		if strings.Contains(c.Body, s) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestMergeApplies(t *testing.T) {
+	w := newWorld(t)
+	const number, head, merge = 21, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	w.pullRequest(number, head)
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+
+	ev := w.payload("pull_request", "closed")
+	pr := ev["pull_request"].(map[string]any)
+	pr["number"], pr["merged"], pr["merge_commit_sha"] = float64(number), true, merge
+	ev["number"] = float64(number)
+	delivered := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", ev)
+	if delivered.Status != http.StatusAccepted {
+		t.Fatalf("merge delivery answered %d: %s", delivered.Status, delivered.Body)
+	}
+	w.waitFor("the apply's comment", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
+	if w.commentsContaining(number, "release 1 succeeded") != 1 {
+		t.Errorf("comment: %+v", w.gh.Comments(w.owner, w.repo, number))
+	}
+	s, err := backend.Open(context.Background(), w.backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rel, err := s.Latest(context.Background(), "web", "default")
+	if err != nil || rel == nil {
+		t.Fatalf("no release in the bucket: %v", err)
+	}
+	if rel.Origin == nil || rel.Origin.PullRequest != number || rel.Origin.SHA != merge || rel.Origin.Actor == "" {
+		t.Errorf("release origin %+v, want PR %d at %s with the user who merged", rel.Origin, number, merge)
+	}
+
+	resp, err := http.Get(w.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`kusionpr_webhooks_total{event="pull_request",outcome="accepted"} 1`,
+		`kusionpr_runs_total{command="apply",result="success",stack="apps/web/dev"} 1`,
+		`kusionpr_run_duration_seconds_count{command="apply"} 1`,
+		`kusionpr_github_api_calls_total{code="201"}`,
+		`kusionpr_github_rate_limit_remaining 4999`,
+		`kusionpr_queue_depth 0`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestWebhookRefusals(t *testing.T) {
+	w := newWorld(t)
+	ev := w.payload("issue_comment", "created")
+	before := len(w.gh.Calls())
+	for _, tc := range []struct {
+		name string
+		opts []githubfake.DeliverOption
+		want int
+	}{
+		{"unsigned", []githubfake.DeliverOption{githubfake.WithoutSignature()}, 401},
+		{"wrongly signed", []githubfake.DeliverOption{githubfake.WithSecret("not-the-secret")}, 401},
+		{"oversized", []githubfake.DeliverOption{githubfake.WithRawBody(append([]byte(`{"a":"`), make([]byte, 25<<20)...))}, 413},
+		{"malformed", []githubfake.DeliverOption{githubfake.WithRawBody([]byte(`{"action": "created",`))}, 400},
+	} {
+		resp := githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", ev, tc.opts...)
+		if resp.Status != tc.want {
+			t.Errorf("%s: status %d, want %d (%s)", tc.name, resp.Status, tc.want, resp.Body)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if calls := w.gh.Calls()[before:]; len(calls) != 0 {
+		t.Errorf("refused deliveries made %d GitHub calls: %+v", len(calls), calls)
+	}
+}
+
+func TestCommandAuthorisationAndRedelivery(t *testing.T) {
+	w := newWorld(t)
+	const number, head = 22, "cccccccccccccccccccccccccccccccccccccccc"
+	w.pullRequest(number, head)
+	w.gh.SetPullRequestDetails(w.owner, w.repo, number, "author-dev", true)
+	comment := func(user, body string) map[string]any {
+		ev := w.payload("issue_comment", "created")
+		issue := ev["issue"].(map[string]any)
+		issue["number"] = float64(number)
+		issue["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/22"}
+		posted := w.gh.PostComment(w.owner, w.repo, number, user, body)
+		c := ev["comment"].(map[string]any)
+		c["body"], c["id"] = body, float64(posted.ID)
+		c["user"].(map[string]any)["login"] = user
+		c["user"].(map[string]any)["type"] = "User"
+		return ev
+	}
+
+	// A reader may not apply.
+	w.gh.SetPermission(w.owner, w.repo, "reader", "read")
+	byReader := comment("reader", "/kusion apply")
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", byReader)
+	w.waitFor("the refusal to a reader", func() bool { return w.commentsContaining(number, "needs write or admin permission") == 1 })
+	w.waitFor("the reactions to the reader's comment", func() bool {
+		return strings.Join(w.gh.Reactions(w.owner, w.repo, commentID(byReader)), ",") == "eyes,-1"
+	})
+
+	// A writer may not apply what nobody approved.
+	w.gh.SetPermission(w.owner, w.repo, "writer", "write")
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", comment("writer", "/kusion apply"))
+	w.waitFor("the refusal of an unapproved apply", func() bool { return w.commentsContaining(number, "needs an approval") == 1 })
+
+	// Approved by someone else: applied, once, even when delivered twice.
+	w.gh.SetReviews(w.owner, w.repo, number, []githubfake.Review{{User: "reviewer", State: "APPROVED", CommitID: head}})
+	ev := comment("writer", "/kusion apply")
+	id := githubfake.WithDeliveryID("11111111-2222-3333-4444-555555555555")
+	first := githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", ev, id)
+	second := githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", ev, id)
+	if first.Status != http.StatusAccepted || second.Status != http.StatusOK || !strings.Contains(second.Body, "duplicate") {
+		t.Errorf("deliveries answered %d then %d (%s)", first.Status, second.Status, second.Body)
+	}
+	w.waitFor("the apply's report", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
+	w.waitFor("the reactions to the applied comment", func() bool {
+		return strings.Join(w.gh.Reactions(w.owner, w.repo, commentID(ev)), ",") == "eyes,rocket"
+	})
+	time.Sleep(time.Second)
+	if n := w.commentsContaining(number, "Applied stack"); n != 1 {
+		t.Errorf("%d apply reports, want 1", n)
+	}
+	if got := kubectlGet(t, w.ns); got != "bot" {
+		t.Errorf("ConfigMap data.from = %q after the approved apply", got)
+	}
+}
+
+func commentID(ev map[string]any) int64 {
+	return int64(ev["comment"].(map[string]any)["id"].(float64))
+}
+
+func kubectlGet(t *testing.T, ns string) string {
+	out, _ := exec.Command("kubectl", "--kubeconfig", os.Getenv("KUSIONPR_TEST_KUBECONFIG"), "get", "configmap", "settings", "-n", ns, "-o", "jsonpath={.data.from}").CombinedOutput()
+	return strings.TrimSpace(string(out))
+}
+
+// mergeEvent is GitHub's pull_request closed payload for a merge of number
+// at sha.
+func (w *world) mergeEvent(number int, sha string) map[string]any {
+	ev := w.payload("pull_request", "closed")
+	pr := ev["pull_request"].(map[string]any)
+	pr["number"], pr["merged"], pr["merge_commit_sha"] = float64(number), true, sha
+	ev["number"] = float64(number)
+	return ev
+}
+
+func (w *world) store() *backend.Store {
+	w.t.Helper()
+	s, err := backend.Open(context.Background(), w.backend)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestCrashDuringApplyRecovers(t *testing.T) {
+	// The Deployment can be placed only on a node carrying this label, so
+	// the first apply waits for it until the bot is killed.
+	label := "kusionpr-bot-test-" + fmt.Sprint(mrand.IntN(1<<24))
+	w := newWorld(t, withEnv("KUSIONPR_LEASE=3s"), withResources(fmt.Sprintf(`- id: apps/v1:Deployment:%%[1]s:web
+  type: Kubernetes
+  dependsOn: [v1:Namespace:%%[1]s]
+  attributes:
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: web, namespace: %%[1]s}
+    spec:
+      replicas: 1
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec:
+          nodeSelector: {%s: "yes"}
+          tolerations: [{operator: Exists}]
+          containers: [{name: web, image: nginx}]
+`, label)))
+	kc := testenv.Kubeconfig(t)
+	t.Cleanup(func() { exec.Command("kubectl", "--kubeconfig", kc, "label", "node", "kwok-node-0", label+"-").Run() })
+
+	const number, head, merge = 31, "dddddddddddddddddddddddddddddddddddddddd", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
+	w.pullRequest(number, head)
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+	if resp := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); resp.Status != http.StatusAccepted {
+		t.Fatalf("merge delivery answered %d: %s", resp.Status, resp.Body)
+	}
+	s := w.store()
+	w.waitFor("the apply to wait for the Deployment", func() bool {
+		rel, err := s.Latest(context.Background(), "web", "default")
+		return err == nil && rel != nil && rel.Phase == "applying" &&
+			exec.Command("kubectl", "--kubeconfig", kc, "get", "deployment", "web", "-n", w.ns).Run() == nil
+	})
+	w.bots[0].proc.Process.Kill() // SIGKILL: no drain, no release update
+	w.bots[0].proc.Wait()
+
+	if out, err := exec.Command("kubectl", "--kubeconfig", kc, "label", "node", "kwok-node-0", label+"=yes").CombinedOutput(); err != nil {
+		t.Fatalf("label node: %v\n%s", err, out)
+	}
+	w.start()
+	w.waitFor("the recovered apply to succeed", func() bool {
+		rel, err := s.Latest(context.Background(), "web", "default")
+		return err == nil && rel != nil && rel.Revision == 2 && rel.Phase == "succeeded"
+	})
+	first, err := s.Get(context.Background(), "web", "default", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Phase != "failed" || !strings.Contains(first.Message, "abandoned") {
+		t.Errorf("the killed apply's release: phase %s, message %q; want failed as abandoned", first.Phase, first.Message)
+	}
+	second, _ := s.Get(context.Background(), "web", "default", 2)
+	if o := second.Origin; o == nil || o.PullRequest != number || o.SHA != merge {
+		t.Errorf("the redone release's origin %+v, want PR %d at %s", o, number, merge)
+	}
+	w.waitFor("the report of the recovered apply", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
+
+	// A second restart finds the merge applied and leaves it alone.
+	w.bots[1].proc.Process.Kill()
+	w.bots[1].proc.Wait()
+	w.start()
+	time.Sleep(2 * time.Second)
+	if revs, _ := s.Revisions(context.Background(), "web", "default"); len(revs) != 2 {
+		t.Errorf("revisions after a second restart: %v, want [1 2]", revs)
+	}
+}
+
+func TestTwoBotsSerialiseApplies(t *testing.T) {
+	w := newWorld(t)
+	other := w.start()
+	const n = 20
+	shas := make([]string, n)
+	for i := range n {
+		number := 100 + i
+		head, merge := fmt.Sprintf("%040x", 0xa000+i), fmt.Sprintf("%040x", 0xb000+i)
+		shas[i] = merge
+		w.setConfigValue(fmt.Sprintf("pr-%d", number))
+		w.pullRequest(number, head)
+		w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+		w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		url := w.url
+		if i%2 == 1 {
+			url = other.url
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp := githubfake.Deliver(t, url+"/webhook", secret, "pull_request", w.mergeEvent(100+i, shas[i])); resp.Status != http.StatusAccepted {
+				t.Errorf("merge of #%d answered %d: %s", 100+i, resp.Status, resp.Body)
+			}
+		}()
+	}
+	wg.Wait()
+	s := w.store()
+	w.waitFor("20 releases", func() bool {
+		rel, err := s.Latest(context.Background(), "web", "default")
+		return err == nil && rel != nil && rel.Revision == n && rel.Phase.Ended()
+	})
+	revs, err := s.Revisions(context.Background(), "web", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(revs) != n || revs[0] != 1 || revs[n-1] != n {
+		t.Fatalf("revisions %v, want 1..%d", revs, n)
+	}
+	seen := map[int]bool{}
+	for rev := uint64(1); rev <= n; rev++ {
+		rel, err := s.Get(context.Background(), "web", "default", rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel.Phase != "succeeded" {
+			t.Errorf("release %d %s: %s", rev, rel.Phase, rel.Message)
+		}
+		if rel.Origin == nil || seen[rel.Origin.PullRequest] {
+			t.Errorf("release %d origin %+v: each merge should be applied once", rev, rel.Origin)
+			continue
+		}
+		seen[rel.Origin.PullRequest] = true
+	}
+	for i := range n {
+		if c := w.commentsContaining(100+i, "Applied stack"); c != 1 {
+			t.Errorf("#%d has %d apply reports, want 1", 100+i, c)
+		}
+	}
+	for i, b := range w.bots {
+		if !strings.Contains(b.logs.String(), "stack held by another run; waiting") {
+			t.Logf("bot %d never waited for the other: the test did not exercise the slot", i)
+		}
+	}
+}
