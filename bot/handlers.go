@@ -26,6 +26,9 @@ type event struct {
 		Merged         bool   `json:"merged"`
 		MergeCommitSHA string `json:"merge_commit_sha"`
 		MergedBy       *user  `json:"merged_by"`
+		Base           struct {
+			Ref string `json:"ref"`
+		} `json:"base"`
 	} `json:"pull_request"`
 	Issue *struct {
 		Number      int       `json:"number"`
@@ -37,9 +40,10 @@ type event struct {
 		User user   `json:"user"`
 	} `json:"comment"`
 	Repository struct {
-		FullName string `json:"full_name"`
-		Name     string `json:"name"`
-		Owner    user   `json:"owner"`
+		FullName      string `json:"full_name"`
+		Name          string `json:"name"`
+		Owner         user   `json:"owner"`
+		DefaultBranch string `json:"default_branch"`
 	} `json:"repository"`
 	Installation *struct {
 		ID int64 `json:"id"`
@@ -86,6 +90,13 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 	j := job{installation: ev.Installation.ID, owner: ev.Repository.Owner.Login, repo: ev.Repository.Name}
 	switch {
 	case d.Event == "pull_request" && ev.Action == "closed" && ev.PullRequest != nil && ev.PullRequest.Merged:
+		if ev.PullRequest.Base.Ref != ev.Repository.DefaultBranch {
+			// What is deployed follows the default branch; a merge into
+			// another branch is not a release.
+			b.log.Info("merge into a branch other than the default ignored", "repository", ev.Repository.FullName,
+				"pullRequest", ev.PullRequest.Number, "base", ev.PullRequest.Base.Ref)
+			return "ignored", nil
+		}
 		j.number, j.sha, j.afterMerge = ev.PullRequest.Number, ev.PullRequest.MergeCommitSHA, true
 		j.command = chatops.Command{Verb: chatops.Apply}
 		j.actor = ev.Sender.Login
@@ -204,6 +215,12 @@ func (b *Bot) run(ctx context.Context, j job) {
 		Origin: &model.Origin{PullRequest: j.number, SHA: ref, Actor: j.actor, Command: commandName(j)}}
 	if !j.mergedAt.IsZero() {
 		opts.Skip = recoverySkip(ref, j.mergedAt)
+	}
+	if pr.Fork && !j.afterMerge {
+		// A fork's code runs nothing with the bot's credentials (a
+		// Terraform plan can run code): previewed against the prior
+		// release only, as the action does.
+		opts.Offline = true
 	}
 	if j.command.Verb == chatops.Unlock {
 		rel, err := workflow.Unlock(ctx, filepath.Join(dir, b.cfg.Root, j.command.Stacks[0]), opts, j.actor, fmt.Sprintf("/kusion unlock on #%d", j.number))

@@ -10,9 +10,9 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 )
 
-// Recover queues the apply of every pull request merged within the
-// recovery window, in every repository the App is installed on, newest
-// first. Each stack such a merge touched is applied unless the backend
+// Recover queues the apply of every pull request merged into the default
+// branch within the recovery window, in every repository the App is
+// installed on, newest first. Each stack such a merge touched is applied unless the backend
 // shows it done: a release of that merge succeeded or failed on its own,
 // or something newer than the merge was applied since. So an apply lost to
 // a crash, a cancelled drain or a webhook that came while no bot ran is
@@ -32,19 +32,19 @@ func (b *Bot) Recover(ctx context.Context) (queued int, err error) {
 			return queued, fmt.Errorf("recover: %w", err)
 		}
 		for _, r := range repos {
-			if !b.cfg.allowed(r[0] + "/" + r[1]) {
+			if !b.cfg.allowed(r.Owner + "/" + r.Name) {
 				continue
 			}
-			gh, err := b.app.Installation(id, r[0], r[1])
+			gh, err := b.app.Installation(id, r.Owner, r.Name)
 			if err != nil {
 				return queued, fmt.Errorf("recover: %w", err)
 			}
-			merged, err := gh.RecentlyMerged(ctx, since)
+			merged, err := gh.RecentlyMerged(ctx, r.DefaultBranch, since)
 			if err != nil {
-				return queued, fmt.Errorf("recover %s/%s: %w", r[0], r[1], err)
+				return queued, fmt.Errorf("recover %s/%s: %w", r.Owner, r.Name, err)
 			}
 			for _, m := range merged {
-				j := job{installation: id, owner: r[0], repo: r[1], number: m.Number, sha: m.SHA, actor: m.MergedBy,
+				j := job{installation: id, owner: r.Owner, repo: r.Name, number: m.Number, sha: m.SHA, actor: m.MergedBy,
 					command: chatops.Command{Verb: chatops.Apply}, afterMerge: true, mergedAt: m.MergedAt}
 				if b.enqueue(j) {
 					queued++

@@ -103,9 +103,13 @@ func (a *App) Installations(ctx context.Context) ([]int64, error) {
 	}
 }
 
-// Repositories lists the owner/name of the repositories an installation
-// reaches.
-func (a *App) Repositories(ctx context.Context, installationID int64) ([][2]string, error) {
+// Repository is a repository an installation reaches.
+type Repository struct {
+	Owner, Name, DefaultBranch string
+}
+
+// Repositories lists the repositories an installation reaches.
+func (a *App) Repositories(ctx context.Context, installationID int64) ([]Repository, error) {
 	gh, err := a.installation(installationID)
 	if err != nil {
 		return nil, err
@@ -114,7 +118,7 @@ func (a *App) Repositories(ctx context.Context, installationID int64) ([][2]stri
 	if err != nil {
 		return nil, err
 	}
-	var out [][2]string
+	var out []Repository
 	opts := &github.ListOptions{PerPage: 100}
 	for {
 		list, resp, err := c.gh.Apps.ListRepos(ctx, opts)
@@ -122,7 +126,7 @@ func (a *App) Repositories(ctx context.Context, installationID int64) ([][2]stri
 			return nil, fmt.Errorf("repositories of installation %d: %w", installationID, err)
 		}
 		for _, r := range list.Repositories {
-			out = append(out, [2]string{r.GetOwner().GetLogin(), r.GetName()})
+			out = append(out, Repository{Owner: r.GetOwner().GetLogin(), Name: r.GetName(), DefaultBranch: r.GetDefaultBranch()})
 		}
 		if resp.NextPage == 0 {
 			return out, nil
@@ -139,11 +143,11 @@ type Merged struct {
 	MergedBy string
 }
 
-// RecentlyMerged lists the pull requests merged since the given time,
-// newest first.
-func (c *Client) RecentlyMerged(ctx context.Context, since time.Time) ([]Merged, error) {
+// RecentlyMerged lists the pull requests merged into base since the given
+// time, newest first.
+func (c *Client) RecentlyMerged(ctx context.Context, base string, since time.Time) ([]Merged, error) {
 	var out []Merged
-	opts := &github.PullRequestListOptions{State: "closed", Sort: "updated", Direction: "desc", ListOptions: github.ListOptions{PerPage: 50}}
+	opts := &github.PullRequestListOptions{State: "closed", Base: base, Sort: "updated", Direction: "desc", ListOptions: github.ListOptions{PerPage: 50}}
 	for {
 		prs, resp, err := c.gh.PullRequests.List(ctx, c.owner, c.repo, opts)
 		if err != nil {

@@ -16,12 +16,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/internal/githubfake"
 	"github.com/kusionpr/kusionpr/internal/testenv"
+	"github.com/kusionpr/kusionpr/model"
 )
 
 const (
@@ -305,9 +307,34 @@ func TestWebhookRefusals(t *testing.T) {
 			t.Errorf("%s: status %d, want %d (%s)", tc.name, resp.Status, tc.want, resp.Body)
 		}
 	}
+
+	// Signed, well-formed, and nothing to do: acknowledged, ignored.
+	intoDevelop := w.mergeEvent(23, "ffffffffffffffffffffffffffffffffffffffff")
+	intoDevelop["pull_request"].(map[string]any)["base"].(map[string]any)["ref"] = "develop"
+	byBot := w.payload("issue_comment", "created")
+	byBot["issue"].(map[string]any)["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/2"}
+	byBot["comment"].(map[string]any)["body"] = "/kusion apply"
+	byBot["comment"].(map[string]any)["user"] = map[string]any{"login": "kusionpr[bot]", "type": "Bot"}
+	notACommand := w.payload("issue_comment", "created")
+	notACommand["issue"].(map[string]any)["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/2"}
+	notACommand["comment"].(map[string]any)["body"] = "looks good, but see /kusion docs"
+	for _, tc := range []struct {
+		name, event string
+		payload     map[string]any
+	}{
+		{"a merge into another branch than the default", "pull_request", intoDevelop},
+		{"a command by a bot", "issue_comment", byBot},
+		{"a comment that is no command", "issue_comment", notACommand},
+		{"an event the bot does not handle", "star", githubfake.Event(t, "star", "created")},
+	} {
+		resp := githubfake.Deliver(t, w.url+"/webhook", secret, tc.event, tc.payload)
+		if resp.Status != http.StatusOK || !strings.Contains(resp.Body, "ignored") {
+			t.Errorf("%s: answered %d %s, want 200 ignored", tc.name, resp.Status, resp.Body)
+		}
+	}
 	time.Sleep(500 * time.Millisecond)
 	if calls := w.gh.Calls()[before:]; len(calls) != 0 {
-		t.Errorf("refused deliveries made %d GitHub calls: %+v", len(calls), calls)
+		t.Errorf("refused and ignored deliveries made %d GitHub calls: %+v", len(calls), calls)
 	}
 }
 
@@ -394,11 +421,14 @@ func (w *world) store() *backend.Store {
 	return s
 }
 
-func TestCrashDuringApplyRecovers(t *testing.T) {
-	// The Deployment can be placed only on a node carrying this label, so
-	// the first apply waits for it until the bot is killed.
+// pendingDeployment is a Deployment that can be placed only on a node
+// carrying a label no node has, so an apply waits for it to be ready until
+// the test labels the node (release).
+func pendingDeployment(t *testing.T) (resources string, release func()) {
 	label := "kusionpr-bot-test-" + fmt.Sprint(mrand.IntN(1<<24))
-	w := newWorld(t, withEnv("KUSIONPR_LEASE=3s"), withResources(fmt.Sprintf(`- id: apps/v1:Deployment:%%[1]s:web
+	kc := testenv.Kubeconfig(t)
+	t.Cleanup(func() { exec.Command("kubectl", "--kubeconfig", kc, "label", "node", "kwok-node-0", label+"-").Run() })
+	return fmt.Sprintf(`- id: apps/v1:Deployment:%%[1]s:web
   type: Kubernetes
   dependsOn: [v1:Namespace:%%[1]s]
   attributes:
@@ -414,10 +444,69 @@ func TestCrashDuringApplyRecovers(t *testing.T) {
           nodeSelector: {%s: "yes"}
           tolerations: [{operator: Exists}]
           containers: [{name: web, image: nginx}]
-`, label)))
-	kc := testenv.Kubeconfig(t)
-	t.Cleanup(func() { exec.Command("kubectl", "--kubeconfig", kc, "label", "node", "kwok-node-0", label+"-").Run() })
+`, label), func() {
+			if out, err := exec.Command("kubectl", "--kubeconfig", kc, "label", "node", "kwok-node-0", label+"=yes").CombinedOutput(); err != nil {
+				t.Fatalf("label node: %v\n%s", err, out)
+			}
+		}
+}
 
+// waitApplying waits until the stack's apply runs and waits for the Deployment.
+func (w *world) waitApplying(s *backend.Store) {
+	w.t.Helper()
+	kc := testenv.Kubeconfig(w.t)
+	w.waitFor("the apply to wait for the Deployment", func() bool {
+		rel, err := s.Latest(context.Background(), "web", "default")
+		return err == nil && rel != nil && rel.Phase == "applying" &&
+			exec.Command("kubectl", "--kubeconfig", kc, "get", "deployment", "web", "-n", w.ns).Run() == nil
+	})
+}
+
+func TestGracefulStopFinishesTheApply(t *testing.T) {
+	deployment, release := pendingDeployment(t)
+	w := newWorld(t, withResources(deployment))
+	const number, head, merge = 32, "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	w.pullRequest(number, head)
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+	githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge))
+	s := w.store()
+	w.waitApplying(s)
+
+	bot := w.bots[0]
+	bot.proc.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- bot.proc.Wait() }()
+	select {
+	case err := <-exited:
+		t.Fatalf("the bot exited (%v) while an apply ran\n%s", err, w.logs())
+	case <-time.After(time.Second):
+	}
+	if resp, err := http.Get(bot.url + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Error("a stopping bot still takes requests")
+	}
+	release()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the bot exited with %v after finishing its apply\n%s", err, w.logs())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the bot did not exit after its apply\n%s", w.logs())
+	}
+	rel, err := s.Latest(context.Background(), "web", "default")
+	if err != nil || rel.Revision != 1 || rel.Phase != "succeeded" {
+		t.Errorf("latest release %+v (%v), want release 1 succeeded", rel, err)
+	}
+	if w.commentsContaining(number, "Applied stack") != 1 {
+		t.Errorf("the apply was not reported before the bot stopped: %+v", w.gh.Comments(w.owner, w.repo, number))
+	}
+}
+
+func TestCrashDuringApplyRecovers(t *testing.T) {
+	deployment, release := pendingDeployment(t)
+	w := newWorld(t, withEnv("KUSIONPR_LEASE=3s"), withResources(deployment))
 	const number, head, merge = 31, "dddddddddddddddddddddddddddddddddddddddd", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
 	w.pullRequest(number, head)
 	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
@@ -426,17 +515,11 @@ func TestCrashDuringApplyRecovers(t *testing.T) {
 		t.Fatalf("merge delivery answered %d: %s", resp.Status, resp.Body)
 	}
 	s := w.store()
-	w.waitFor("the apply to wait for the Deployment", func() bool {
-		rel, err := s.Latest(context.Background(), "web", "default")
-		return err == nil && rel != nil && rel.Phase == "applying" &&
-			exec.Command("kubectl", "--kubeconfig", kc, "get", "deployment", "web", "-n", w.ns).Run() == nil
-	})
+	w.waitApplying(s)
 	w.bots[0].proc.Process.Kill() // SIGKILL: no drain, no release update
 	w.bots[0].proc.Wait()
 
-	if out, err := exec.Command("kubectl", "--kubeconfig", kc, "label", "node", "kwok-node-0", label+"=yes").CombinedOutput(); err != nil {
-		t.Fatalf("label node: %v\n%s", err, out)
-	}
+	release()
 	w.start()
 	w.waitFor("the recovered apply to succeed", func() bool {
 		rel, err := s.Latest(context.Background(), "web", "default")
@@ -530,5 +613,60 @@ func TestTwoBotsSerialiseApplies(t *testing.T) {
 		if !strings.Contains(b.logs.String(), "stack held by another run; waiting") {
 			t.Logf("bot %d never waited for the other: the test did not exercise the slot", i)
 		}
+	}
+}
+
+func TestUnlockAndForkPreview(t *testing.T) {
+	w := newWorld(t)
+	const number, head = 41, "3333333333333333333333333333333333333333"
+	w.pullRequest(number, head)
+	comment := func(user, body string) map[string]any {
+		ev := w.payload("issue_comment", "created")
+		issue := ev["issue"].(map[string]any)
+		issue["number"] = float64(number)
+		issue["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/41"}
+		posted := w.gh.PostComment(w.owner, w.repo, number, user, body)
+		c := ev["comment"].(map[string]any)
+		c["body"], c["id"] = body, float64(posted.ID)
+		c["user"] = map[string]any{"login": user, "type": "User"}
+		return ev
+	}
+	// A run that died holding the stack.
+	s := w.store()
+	held := &model.Release{Project: "web", Workspace: "default", Stack: "dev", Phase: model.PhaseApplying,
+		CreateTime: time.Now(), ModifiedTime: time.Now(), Origin: &model.Origin{Actor: "someone", Heartbeat: time.Now()}}
+	if _, err := s.Begin(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+
+	w.gh.SetPermission(w.owner, w.repo, "reader", "read")
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", comment("reader", "/kusion unlock apps/web/dev"))
+	w.waitFor("the refusal of a reader's unlock", func() bool { return w.commentsContaining(number, "needs write or admin permission") == 1 })
+	w.gh.SetPermission(w.owner, w.repo, "writer", "write")
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", comment("writer", "/kusion unlock apps/web/dev"))
+	w.waitFor("the unlock's answer", func() bool { return w.commentsContaining(number, "Release 1 of `apps/web/dev` is now failed") == 1 })
+	rel, err := s.Latest(context.Background(), "web", "default")
+	if err != nil || rel.Phase != model.PhaseFailed || !strings.Contains(rel.Message, "unlocked by writer") {
+		t.Errorf("release after unlock: %+v (%v)", rel, err)
+	}
+
+	// A fork's pull request: previewed without touching the cluster, never applied.
+	const forked, forkHead = 42, "4444444444444444444444444444444444444444"
+	w.gh.SetTree(w.owner, w.repo, forkHead, w.tree)
+	w.gh.SetPullRequest(w.owner, w.repo, forked, forkHead, "master", true)
+	w.gh.SetPullFiles(w.owner, w.repo, forked, []githubfake.PullFile{{Filename: "apps/web/dev/spec.yaml", Status: "modified"}})
+	w.gh.SetPullRequestDetails(w.owner, w.repo, forked, "forker", true)
+	w.gh.SetReviews(w.owner, w.repo, forked, []githubfake.Review{{User: "reviewer", State: "APPROVED"}})
+	onFork := func(user, body string) map[string]any {
+		ev := comment(user, body)
+		ev["issue"].(map[string]any)["number"] = float64(forked)
+		return ev
+	}
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", onFork("forker", "/kusion preview"))
+	w.waitFor("the fork's preview", func() bool { return w.commentsContaining(forked, "Compared with the prior release only") == 1 })
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", onFork("writer", "/kusion apply"))
+	w.waitFor("the refusal to apply a fork", func() bool { return w.commentsContaining(forked, "pull requests from forks are never applied") == 1 })
+	if out, err := exec.Command("kubectl", "--kubeconfig", testenv.Kubeconfig(t), "get", "namespace", w.ns).CombinedOutput(); err == nil {
+		t.Errorf("the fork's stack reached the cluster: %s", out)
 	}
 }
