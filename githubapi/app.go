@@ -17,6 +17,8 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v60/github"
+	// ghinstallation takes its token options in the go-github it is built on.
+	tokenopts "github.com/google/go-github/v88/github"
 )
 
 // App authenticates as a GitHub App: a JWT signed with its private key for
@@ -33,7 +35,7 @@ type App struct {
 	Transport http.RoundTripper
 
 	mu         sync.Mutex
-	transports map[int64]*ghinstallation.Transport
+	transports map[string]*ghinstallation.Transport
 }
 
 func (a *App) base() http.RoundTripper {
@@ -43,10 +45,14 @@ func (a *App) base() http.RoundTripper {
 	return a.Transport
 }
 
-func (a *App) installation(id int64) (*github.Client, error) {
+// installation is a client acting as installation id. With repo set, its
+// token reaches that one repository of the owner only, whatever else the
+// installation reaches: a run for one repository cannot touch another.
+func (a *App) installation(id int64, repo string) (*github.Client, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	tr := a.transports[id]
+	key := fmt.Sprintf("%d/%s", id, repo)
+	tr := a.transports[key]
 	if tr == nil {
 		var err error
 		if tr, err = ghinstallation.New(a.base(), a.ID, id, a.PrivateKey); err != nil {
@@ -55,18 +61,21 @@ func (a *App) installation(id int64) (*github.Client, error) {
 		if a.APIURL != "" {
 			tr.BaseURL = strings.TrimSuffix(a.APIURL, "/")
 		}
-		if a.transports == nil {
-			a.transports = map[int64]*ghinstallation.Transport{}
+		if repo != "" {
+			tr.InstallationTokenOptions = &tokenopts.InstallationTokenOptions{Repositories: []string{repo}}
 		}
-		a.transports[id] = tr
+		if a.transports == nil {
+			a.transports = map[string]*ghinstallation.Transport{}
+		}
+		a.transports[key] = tr
 	}
 	return github.NewClient(&http.Client{Transport: tr, Timeout: 2 * time.Minute}), nil
 }
 
 // Installation returns a client for owner/repo acting as the App's
-// installation.
+// installation, with a token for that repository only.
 func (a *App) Installation(installationID int64, owner, repo string) (*Client, error) {
-	gh, err := a.installation(installationID)
+	gh, err := a.installation(installationID, repo)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +119,7 @@ type Repository struct {
 
 // Repositories lists the repositories an installation reaches.
 func (a *App) Repositories(ctx context.Context, installationID int64) ([]Repository, error) {
-	gh, err := a.installation(installationID)
+	gh, err := a.installation(installationID, "")
 	if err != nil {
 		return nil, err
 	}

@@ -268,6 +268,17 @@ func TestMergeApplies(t *testing.T) {
 		t.Errorf("release origin %+v, want PR %d at %s with the user who merged", rel.Origin, number, merge)
 	}
 
+	// The run's token reached the one repository only.
+	scoped := 0
+	for _, c := range w.gh.Calls() {
+		if c.Operation == "apps/create-installation-access-token" && strings.Contains(string(c.Body), `"repositories":["Hello-World"]`) {
+			scoped++
+		}
+	}
+	if scoped != 1 {
+		t.Errorf("%d tokens for Hello-World alone were made, want 1 (shared by the run's requests)", scoped)
+	}
+
 	resp, err := http.Get(w.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -76,11 +76,36 @@ func (s *Server) checkAuth(rq *request, token string) (response, bool) {
 	if !ok || rq.params["owner"] == "" || rq.params["repo"] == "" {
 		return response{}, true
 	}
-	if !s.installed(inst, rq.repo) {
+	if !s.installed(inst, rq.repo) || !inScope(s.st.tokenScope[token], rq.repo) {
 		// GitHub hides what a token cannot reach.
 		return notFound(), false
 	}
 	return response{}, true
+}
+
+// inScope: a token limited to some repositories of the installation
+// reaches those only.
+func inScope(scope []string, repo string) bool {
+	if len(scope) == 0 {
+		return true
+	}
+	_, name, _ := strings.Cut(repo, "/")
+	for _, r := range scope {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// installedName: the installation reaches a repository of this name.
+func (s *Server) installedName(inst int64, name string) bool {
+	for _, r := range s.st.installRepos {
+		if r.installation == inst && strings.EqualFold(r.name, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) installed(inst int64, repo string) bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v60/github"
+	ghv88 "github.com/google/go-github/v88/github"
 )
 
 func appKey(t *testing.T) (*rsa.PrivateKey, []byte) {
@@ -125,5 +126,36 @@ func TestAppAuthenticationRefusals(t *testing.T) {
 	// A JWT is for the App's own endpoints only.
 	if status, body := raw(t, s, "GET", "/repos/octo/web/pulls/1", "", false); status == 200 {
 		t.Errorf("an unauthenticated request was answered: %s", body)
+	}
+}
+
+func TestScopedInstallationToken(t *testing.T) {
+	ctx := context.Background()
+	key, pemKey := appKey(t)
+	s := newServer(t, false)
+	s.SetAppKey(42, &key.PublicKey)
+	s.AddInstallationRepo(7, "octo", "web")
+	s.AddInstallationRepo(7, "octo", "api")
+	s.SetPullRequest("octo", "web", 1, "abc", "main", false)
+	s.SetPullRequest("octo", "api", 1, "abc", "main", false)
+	scoped := func(repos ...string) *github.Client {
+		tr, err := ghinstallation.New(http.DefaultTransport, 42, 7, pemKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.BaseURL = strings.TrimSuffix(s.URL, "/")
+		tr.InstallationTokenOptions = &ghv88.InstallationTokenOptions{Repositories: repos}
+		c, _ := github.NewClient(&http.Client{Transport: tr}).WithEnterpriseURLs(s.URL, s.URL)
+		return c
+	}
+	web := scoped("web")
+	if _, _, err := web.PullRequests.Get(ctx, "octo", "web", 1); err != nil {
+		t.Errorf("a token for web reading web: %v", err)
+	}
+	if _, _, err := web.PullRequests.Get(ctx, "octo", "api", 1); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a token for web reading api: %v, want 404", err)
+	}
+	if _, _, err := scoped("elsewhere").PullRequests.Get(ctx, "octo", "web", 1); err == nil || !strings.Contains(err.Error(), "422") {
+		t.Errorf("a token asked for a repository the installation does not reach: %v, want 422", err)
 	}
 }

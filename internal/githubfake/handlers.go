@@ -544,9 +544,20 @@ func (s *Server) accessToken(rq *request) response {
 	if s.st.appKey != nil && !containsID(s.installations(), inst) {
 		return notFound()
 	}
+	var scope []string
+	for _, r := range list(rq.body["repositories"]) {
+		name := strings.ToLower(str(r))
+		if s.st.appKey != nil && !s.installedName(inst, name) {
+			return ghError(http.StatusUnprocessableEntity, "There is at least one repository that does not exist or is not accessible to the parent installation.")
+		}
+		scope = append(scope, name)
+	}
 	token := fmt.Sprintf("ghs_fake%032d", s.st.id())
 	s.st.tokens[token] = s.st.appLogin
 	s.st.tokenInstall[token] = inst
+	if len(scope) > 0 {
+		s.st.tokenScope[token] = scope
+	}
 	m := s.template(rq.op.id, "201")
 	set(m, "token", token)
 	set(m, "expires_at", stamp(time.Now().Add(time.Hour)))

@@ -37,7 +37,8 @@ type state struct {
 	appID        int64
 	appKey       *rsa.PublicKey // nil: /app requests take any token
 	installRepos []installRepo
-	tokenInstall map[string]int64 // installation token -> its installation
+	tokenInstall map[string]int64    // installation token -> its installation
+	tokenScope   map[string][]string // installation token -> the repository names it was limited to
 }
 
 type pull struct {
@@ -114,7 +115,7 @@ func newState(d *description) state {
 	st := state{
 		nextID: 1000, tokens: map[string]string{}, pulls: map[string]*pull{},
 		files: map[string][]PullFile{}, commitPulls: map[string][]int{}, perms: map[string]string{},
-		reviews: map[string][]*review{}, trees: map[string]*tree{}, downloads: map[string]string{}, tokenInstall: map[string]int64{},
+		reviews: map[string][]*review{}, trees: map[string]*tree{}, downloads: map[string]string{}, tokenInstall: map[string]int64{}, tokenScope: map[string][]string{},
 		appLogin: "octoapp[bot]",
 	}
 	// Installation tokens act as the app; GitHub's example app is "octoapp".
