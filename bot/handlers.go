@@ -22,10 +22,11 @@ type event struct {
 	Action      string `json:"action"`
 	Number      int    `json:"number"`
 	PullRequest *struct {
-		Number         int    `json:"number"`
-		Merged         bool   `json:"merged"`
-		MergeCommitSHA string `json:"merge_commit_sha"`
-		MergedBy       *user  `json:"merged_by"`
+		Number         int        `json:"number"`
+		Merged         bool       `json:"merged"`
+		MergeCommitSHA string     `json:"merge_commit_sha"`
+		MergedBy       *user      `json:"merged_by"`
+		MergedAt       *time.Time `json:"merged_at"`
 		Base           struct {
 			Ref string `json:"ref"`
 		} `json:"base"`
@@ -66,8 +67,10 @@ type job struct {
 	command      chatops.Command
 	commentID    int64
 	afterMerge   bool
-	// mergedAt is set on the applies Recover queued.
-	mergedAt time.Time
+	// mergedAt is when the merge applied happened; recovering marks the
+	// applies Recover queued.
+	mergedAt   time.Time
+	recovering bool
 }
 
 // dispatch turns a verified delivery into a queued job; the outcome names
@@ -98,6 +101,9 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 			return "ignored", nil
 		}
 		j.number, j.sha, j.afterMerge = ev.PullRequest.Number, ev.PullRequest.MergeCommitSHA, true
+		if ev.PullRequest.MergedAt != nil {
+			j.mergedAt = *ev.PullRequest.MergedAt
+		}
 		j.command = chatops.Command{Verb: chatops.Apply}
 		j.actor = ev.Sender.Login
 		if ev.PullRequest.MergedBy != nil {
@@ -212,9 +218,9 @@ func (b *Bot) run(ctx context.Context, j job) {
 
 	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, ForceConflicts: true, Lease: b.cfg.Lease,
 		WaitHeld: b.cfg.HoldWait, Logger: log,
-		Origin: &model.Origin{PullRequest: j.number, SHA: ref, Actor: j.actor, Command: commandName(j)}}
-	if !j.mergedAt.IsZero() {
-		opts.Skip = recoverySkip(ref, j.mergedAt)
+		Origin: &model.Origin{PullRequest: j.number, SHA: ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt}}
+	if j.afterMerge {
+		opts.Skip = mergeSkip(ref, j.mergedAt, j.recovering)
 	}
 	if pr.Fork && !j.afterMerge {
 		// A fork's code runs nothing with the bot's credentials (a
@@ -247,16 +253,30 @@ func (b *Bot) run(ctx context.Context, j job) {
 		refuse(model.MaskFingerprints(err.Error()))
 		return
 	}
+	var skipped []string
 	for _, so := range out.Stacks {
 		result := "success"
-		if so.Err != nil {
+		switch {
+		case so.Err != nil:
 			result = "failure"
+		case so.Skipped != "":
+			result = "skipped"
+			skipped = append(skipped, fmt.Sprintf("- `%s`: %s", so.Dir, so.Skipped))
 		}
 		b.m.runs.WithLabelValues(so.Dir, string(cmd), result).Inc()
+	}
+	if len(skipped) > 0 && !j.recovering {
+		// A recovery pass skips what was done and reported already.
+		msg := fmt.Sprintf("Not applied at %s:\n%s", short(ref), strings.Join(skipped, "\n"))
+		if err := gh.Reply(ctx, j.number, msg); err != nil {
+			log.Warn("reply failed", "error", err)
+		}
 	}
 	switch {
 	case out.Failed:
 		react("confused")
+	case len(out.Stacks) == 0 && j.afterMerge:
+		// Most merges touch no stack: nothing to say.
 	case len(out.Stacks) == 0:
 		_ = gh.Reply(ctx, j.number, "No stack is touched by this pull request"+stacksNote(j.command.Stacks)+".")
 	default:

@@ -45,7 +45,7 @@ func (b *Bot) Recover(ctx context.Context) (queued int, err error) {
 			}
 			for _, m := range merged {
 				j := job{installation: id, owner: r.Owner, repo: r.Name, number: m.Number, sha: m.SHA, actor: m.MergedBy,
-					command: chatops.Command{Verb: chatops.Apply}, afterMerge: true, mergedAt: m.MergedAt}
+					command: chatops.Command{Verb: chatops.Apply}, afterMerge: true, mergedAt: m.MergedAt, recovering: true}
 				if b.enqueue(j) {
 					queued++
 				}
@@ -55,25 +55,36 @@ func (b *Bot) Recover(ctx context.Context) (queued int, err error) {
 	return queued, nil
 }
 
-// recoverySkip decides, from a stack's latest release, whether the apply
-// of the merge sha (merged at mergedAt) is still to be done.
-func recoverySkip(sha string, mergedAt time.Time) func(*model.Release) string {
+// mergeSkip decides, from a stack's latest release, whether the apply of
+// the merge sha (merged at mergedAt) is still to be done, and says why not.
+// A merge older than the one the stack's latest release applied is never
+// applied over it: deliveries and queues do not keep merge order. A
+// recovery pass (recovering) also leaves alone a merge whose apply failed
+// and was reported, and a stack someone applied by other means since the
+// merge; a delivery, which GitHub redelivers only when asked, retries.
+func mergeSkip(sha string, mergedAt time.Time, recovering bool) func(*model.Release) string {
 	return func(latest *model.Release) string {
 		if latest == nil {
 			return ""
 		}
-		ours := latest.Origin != nil && latest.Origin.SHA == sha
+		o := latest.Origin
+		if o == nil {
+			o = &model.Origin{}
+		}
+		ours := o.SHA == sha
 		switch {
 		case ours && latest.Phase == model.PhaseSucceeded:
 			return fmt.Sprintf("release %d applied this merge already", latest.Revision)
-		case ours && latest.Phase == model.PhaseFailed && !interrupted(latest.Message):
+		case ours && recovering && latest.Phase == model.PhaseFailed && !interrupted(latest.Message):
 			return fmt.Sprintf("release %d of this merge failed and was reported; apply again with /kusion apply", latest.Revision)
 		case ours:
 			// Running (its holder may be dead: the backend's lease decides)
 			// or interrupted: do it again.
 			return ""
-		case latest.CreateTime.After(mergedAt):
-			return fmt.Sprintf("release %d, newer than this merge, applied the stack since", latest.Revision)
+		case !o.MergedAt.IsZero() && o.MergedAt.After(mergedAt):
+			return fmt.Sprintf("release %d applied a newer merge (#%d, %s)", latest.Revision, o.PullRequest, short(o.SHA))
+		case recovering && o.MergedAt.IsZero() && latest.CreateTime.After(mergedAt):
+			return fmt.Sprintf("release %d, made after this merge, applied the stack since", latest.Revision)
 		}
 		return ""
 	}

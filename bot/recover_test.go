@@ -8,31 +8,43 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 )
 
-func TestRecoverySkip(t *testing.T) {
+func TestMergeSkip(t *testing.T) {
 	merged := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	const sha = "aaaaaaa"
-	rel := func(rev uint64, phase model.Phase, sha string, created time.Time, msg string) *model.Release {
-		return &model.Release{Revision: rev, Phase: phase, CreateTime: created, Message: msg, Origin: &model.Origin{SHA: sha}}
+	const sha = "aaaaaaaaaa"
+	rel := func(rev uint64, phase model.Phase, o model.Origin, created time.Time, msg string) *model.Release {
+		return &model.Release{Revision: rev, Phase: phase, CreateTime: created, Message: msg, Origin: &o}
 	}
+	ours := model.Origin{SHA: sha, PullRequest: 7, MergedAt: merged}
+	older := model.Origin{SHA: "bbbbbbbbbb", PullRequest: 6, MergedAt: merged.Add(-time.Hour)}
+	newer := model.Origin{SHA: "cccccccccc", PullRequest: 8, MergedAt: merged.Add(time.Second)}
+	later := merged.Add(time.Minute)
 	for _, tc := range []struct {
-		name   string
-		latest *model.Release
-		skip   string // "" means apply
+		name       string
+		latest     *model.Release
+		delivery   string // "" means apply
+		recovering string
 	}{
-		{"no release at all", nil, ""},
-		{"an older release of another merge", rel(3, model.PhaseSucceeded, "bbbbbbb", merged.Add(-time.Hour), ""), ""},
-		{"this merge applied", rel(4, model.PhaseSucceeded, sha, merged.Add(time.Minute), ""), "release 4 applied this merge already"},
-		{"this merge's apply left running by a dead bot", rel(4, model.PhaseApplying, sha, merged.Add(time.Minute), ""), ""},
-		{"this merge's apply cancelled by a drain", rel(4, model.PhaseFailed, sha, merged.Add(time.Minute), "apply dev: context canceled"), ""},
-		{"this merge's apply failed by itself", rel(4, model.PhaseFailed, sha, merged.Add(time.Minute), "apply v1:ConfigMap:ns:x: invalid"), "release 4 of this merge failed"},
-		{"this merge's apply unlocked by hand", rel(4, model.PhaseFailed, sha, merged.Add(time.Minute), "unlocked by octocat at ...: stuck"), "release 4 of this merge failed"},
-		{"a newer release of another merge", rel(5, model.PhaseSucceeded, "ccccccc", merged.Add(time.Hour), ""), "release 5, newer than this merge"},
-		{"a newer release by hand", &model.Release{Revision: 6, Phase: model.PhaseSucceeded, CreateTime: merged.Add(time.Hour)}, "release 6, newer"},
+		{"no release at all", nil, "", ""},
+		{"an older merge applied last", rel(3, model.PhaseSucceeded, older, later, ""), "", ""},
+		{"this merge applied", rel(4, model.PhaseSucceeded, ours, later, ""), "release 4 applied this merge already", "release 4 applied this merge already"},
+		{"this merge's apply left running by a dead bot", rel(4, model.PhaseApplying, ours, later, ""), "", ""},
+		{"this merge's apply cancelled by a drain", rel(4, model.PhaseFailed, ours, later, "apply dev: context canceled"), "", ""},
+		{"this merge's apply failed by itself", rel(4, model.PhaseFailed, ours, later, "apply v1:ConfigMap:ns:x: invalid"), "", "release 4 of this merge failed"},
+		{"this merge's apply unlocked by hand", rel(4, model.PhaseFailed, ours, later, "unlocked by octocat at ...: stuck"), "", "release 4 of this merge failed"},
+		{"a newer merge applied first", rel(5, model.PhaseSucceeded, newer, later, ""), "release 5 applied a newer merge (#8, ccccccc)", "release 5 applied a newer merge"},
+		{"a newer merge failed", rel(5, model.PhaseFailed, newer, later, "x"), "release 5 applied a newer merge", "release 5 applied a newer merge"},
+		{"a run by hand since the merge", rel(6, model.PhaseSucceeded, model.Origin{User: "ops"}, later, ""), "", "release 6, made after this merge"},
+		{"a run by hand before the merge", rel(6, model.PhaseSucceeded, model.Origin{User: "ops"}, merged.Add(-time.Minute), ""), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := recoverySkip(sha, merged)(tc.latest)
-			if (tc.skip == "") != (got == "") || !strings.HasPrefix(got, tc.skip) {
-				t.Errorf("skip %q, want %q", got, tc.skip)
+			for _, mode := range []struct {
+				recovering bool
+				want       string
+			}{{false, tc.delivery}, {true, tc.recovering}} {
+				got := mergeSkip(sha, merged, mode.recovering)(tc.latest)
+				if (mode.want == "") != (got == "") || !strings.HasPrefix(got, mode.want) {
+					t.Errorf("recovering=%v: skip %q, want %q", mode.recovering, got, mode.want)
+				}
 			}
 		})
 	}

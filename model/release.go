@@ -55,6 +55,9 @@ type Origin struct {
 	PullRequest int    `json:"pullRequest,omitempty" yaml:"pullRequest,omitempty"`
 	SHA         string `json:"sha,omitempty" yaml:"sha,omitempty"`
 	Actor       string `json:"actor,omitempty" yaml:"actor,omitempty"`
+	// MergedAt is when the commit applied was merged, for a merge's apply:
+	// merges are applied in this order, never an older over a newer one.
+	MergedAt time.Time `json:"mergedAt,omitzero" yaml:"mergedAt,omitempty"`
 }
 
 // State is what the runtimes reported after the release's operation.

@@ -243,11 +243,7 @@ func TestMergeApplies(t *testing.T) {
 	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
 	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
 
-	ev := w.payload("pull_request", "closed")
-	pr := ev["pull_request"].(map[string]any)
-	pr["number"], pr["merged"], pr["merge_commit_sha"] = float64(number), true, merge
-	ev["number"] = float64(number)
-	delivered := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", ev)
+	delivered := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge))
 	if delivered.Status != http.StatusAccepted {
 		t.Fatalf("merge delivery answered %d: %s", delivered.Status, delivered.Body)
 	}
@@ -354,18 +350,7 @@ func TestCommandAuthorisationAndRedelivery(t *testing.T) {
 	const number, head = 22, "cccccccccccccccccccccccccccccccccccccccc"
 	w.pullRequest(number, head)
 	w.gh.SetPullRequestDetails(w.owner, w.repo, number, "author-dev", true)
-	comment := func(user, body string) map[string]any {
-		ev := w.payload("issue_comment", "created")
-		issue := ev["issue"].(map[string]any)
-		issue["number"] = float64(number)
-		issue["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/22"}
-		posted := w.gh.PostComment(w.owner, w.repo, number, user, body)
-		c := ev["comment"].(map[string]any)
-		c["body"], c["id"] = body, float64(posted.ID)
-		c["user"].(map[string]any)["login"] = user
-		c["user"].(map[string]any)["type"] = "User"
-		return ev
-	}
+	comment := func(user, body string) map[string]any { return w.prComment(number, user, body) }
 
 	// A reader may not apply.
 	w.gh.SetPermission(w.owner, w.repo, "reader", "read")
@@ -413,11 +398,16 @@ func kubectlGet(t *testing.T, ns string) string {
 }
 
 // mergeEvent is GitHub's pull_request closed payload for a merge of number
-// at sha.
-func (w *world) mergeEvent(number int, sha string) map[string]any {
+// at sha, at the time given (now if none).
+func (w *world) mergeEvent(number int, sha string, at ...time.Time) map[string]any {
 	ev := w.payload("pull_request", "closed")
 	pr := ev["pull_request"].(map[string]any)
 	pr["number"], pr["merged"], pr["merge_commit_sha"] = float64(number), true, sha
+	when := time.Now()
+	if len(at) > 0 {
+		when = at[0]
+	}
+	pr["merged_at"] = when.UTC().Format(time.RFC3339)
 	ev["number"] = float64(number)
 	return ev
 }
@@ -559,89 +549,150 @@ func TestCrashDuringApplyRecovers(t *testing.T) {
 	}
 }
 
-func TestTwoBotsSerialiseApplies(t *testing.T) {
-	w := newWorld(t)
-	other := w.start()
-	const n = 20
-	shas := make([]string, n)
-	for i := range n {
-		number := 100 + i
-		head, merge := fmt.Sprintf("%040x", 0xa000+i), fmt.Sprintf("%040x", 0xb000+i)
-		shas[i] = merge
-		w.setConfigValue(fmt.Sprintf("pr-%d", number))
-		w.pullRequest(number, head)
-		w.gh.SetTree(w.owner, w.repo, merge, w.tree)
-		w.gh.MergePullRequest(w.owner, w.repo, number, merge)
-	}
+// prComment is writer's comment body on pull request number, as the
+// issue_comment event GitHub sends for it.
+func (w *world) prComment(number int, user, body string) map[string]any {
+	ev := w.payload("issue_comment", "created")
+	issue := ev["issue"].(map[string]any)
+	issue["number"] = float64(number)
+	issue["pull_request"] = map[string]any{"url": fmt.Sprintf("https://api.github.com/repos/%s/%s/pulls/%d", w.owner, w.repo, number)}
+	posted := w.gh.PostComment(w.owner, w.repo, number, user, body)
+	c := ev["comment"].(map[string]any)
+	c["body"], c["id"] = body, float64(posted.ID)
+	c["user"] = map[string]any{"login": user, "type": "User"}
+	return ev
+}
+
+// deliverAll sends the events at once, alternately to the world's bots.
+func (w *world) deliverAll(event string, events []map[string]any) {
 	var wg sync.WaitGroup
-	for i := range n {
-		url := w.url
-		if i%2 == 1 {
-			url = other.url
-		}
+	for i, ev := range events {
+		b := w.bots[i%len(w.bots)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if resp := githubfake.Deliver(t, url+"/webhook", secret, "pull_request", w.mergeEvent(100+i, shas[i])); resp.Status != http.StatusAccepted {
-				t.Errorf("merge of #%d answered %d: %s", 100+i, resp.Status, resp.Body)
+			if resp := githubfake.Deliver(w.t, b.url+"/webhook", secret, event, ev); resp.Status != http.StatusAccepted {
+				w.t.Errorf("delivery %d answered %d: %s", i, resp.Status, resp.Body)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// releases reads every release of the stack, checking that the revisions
+// run 1..n without a gap.
+func (w *world) releases(s *backend.Store) []*model.Release {
+	w.t.Helper()
+	ctx := context.Background()
+	revs, err := s.Revisions(ctx, "web", "default")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var out []*model.Release
+	for i, rev := range revs {
+		if rev != uint64(i+1) {
+			w.t.Fatalf("revisions %v are not 1..%d", revs, len(revs))
+		}
+		rel, err := s.Get(ctx, "web", "default", rev)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		out = append(out, rel)
+	}
+	return out
+}
+
+func TestTwoBotsSerialiseApplies(t *testing.T) {
+	w := newWorld(t)
+	w.start()
+	w.gh.SetPermission(w.owner, w.repo, "writer", "write")
+	const n = 20
+	var events []map[string]any
+	for i := range n {
+		number, head := 100+i, fmt.Sprintf("%040x", 0xa000+i)
+		w.setConfigValue(fmt.Sprintf("pr-%d", number))
+		w.pullRequest(number, head)
+		w.gh.SetPullRequestDetails(w.owner, w.repo, number, "author-dev", true)
+		w.gh.SetReviews(w.owner, w.repo, number, []githubfake.Review{{User: "reviewer", State: "APPROVED"}})
+		events = append(events, w.prComment(number, "writer", "/kusion apply"))
+	}
+	w.deliverAll("issue_comment", events)
 	s := w.store()
 	w.waitFor("20 releases", func() bool {
 		rel, err := s.Latest(context.Background(), "web", "default")
 		return err == nil && rel != nil && rel.Revision == n && rel.Phase.Ended()
 	})
-	revs, err := s.Revisions(context.Background(), "web", "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(revs) != n || revs[0] != 1 || revs[n-1] != n {
-		t.Fatalf("revisions %v, want 1..%d", revs, n)
-	}
 	seen := map[int]bool{}
-	for rev := uint64(1); rev <= n; rev++ {
-		rel, err := s.Get(context.Background(), "web", "default", rev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rel.Phase != "succeeded" {
-			t.Errorf("release %d %s: %s", rev, rel.Phase, rel.Message)
+	for _, rel := range w.releases(s) {
+		if rel.Phase != model.PhaseSucceeded {
+			t.Errorf("release %d %s: %s", rel.Revision, rel.Phase, rel.Message)
 		}
 		if rel.Origin == nil || seen[rel.Origin.PullRequest] {
-			t.Errorf("release %d origin %+v: each merge should be applied once", rev, rel.Origin)
+			t.Errorf("release %d origin %+v: each apply should run once", rel.Revision, rel.Origin)
 			continue
 		}
 		seen[rel.Origin.PullRequest] = true
 	}
 	for i := range n {
-		if c := w.commentsContaining(100+i, "Applied stack"); c != 1 {
-			t.Errorf("#%d has %d apply reports, want 1", 100+i, c)
+		w.waitFor(fmt.Sprintf("#%d's report", 100+i), func() bool { return w.commentsContaining(100+i, "Applied stack") == 1 })
+	}
+	waited := 0
+	for _, b := range w.bots {
+		waited += strings.Count(b.logs.String(), "stack held by another run; waiting")
+	}
+	if waited == 0 {
+		t.Error("no apply ever waited for another: the applies did not meet at the backend's slot")
+	}
+}
+
+func TestMergesApplyInOrder(t *testing.T) {
+	w := newWorld(t)
+	w.start()
+	const n = 20
+	base := time.Now().Add(-time.Minute).Truncate(time.Second)
+	var events []map[string]any
+	for i := range n {
+		number, head, merge := 200+i, fmt.Sprintf("%040x", 0xc000+i), fmt.Sprintf("%040x", 0xd000+i)
+		w.setConfigValue(fmt.Sprintf("pr-%d", number))
+		w.pullRequest(number, head)
+		w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+		at := base.Add(time.Duration(i) * time.Second)
+		w.gh.MergePullRequestAt(w.owner, w.repo, number, merge, at)
+		events = append(events, w.mergeEvent(number, merge, at))
+	}
+	// Deliveries race each other, as GitHub's do.
+	mrand.Shuffle(n, func(i, j int) { events[i], events[j] = events[j], events[i] })
+	w.deliverAll("pull_request", events)
+	for i := range n {
+		w.waitFor(fmt.Sprintf("#%d's report", 200+i), func() bool {
+			return w.commentsContaining(200+i, "Applied stack")+w.commentsContaining(200+i, "Not applied") == 1
+		})
+	}
+	s := w.store()
+	rels := w.releases(s)
+	for i, rel := range rels {
+		if rel.Phase != model.PhaseSucceeded || rel.Origin == nil {
+			t.Fatalf("release %d %s (%s), origin %+v", rel.Revision, rel.Phase, rel.Message, rel.Origin)
+		}
+		if i > 0 && !rel.Origin.MergedAt.After(rels[i-1].Origin.MergedAt) {
+			t.Errorf("release %d applied #%d (merged %s) over #%d (merged %s): an older merge over a newer one",
+				rel.Revision, rel.Origin.PullRequest, rel.Origin.MergedAt, rels[i-1].Origin.PullRequest, rels[i-1].Origin.MergedAt)
 		}
 	}
-	for i, b := range w.bots {
-		if !strings.Contains(b.logs.String(), "stack held by another run; waiting") {
-			t.Logf("bot %d never waited for the other: the test did not exercise the slot", i)
-		}
+	if last := rels[len(rels)-1]; last.Origin.PullRequest != 200+n-1 {
+		t.Errorf("the last release applied #%d, want the newest merge #%d", last.Origin.PullRequest, 200+n-1)
 	}
+	if got := kubectlGet(t, w.ns); got != fmt.Sprintf("pr-%d", 200+n-1) {
+		t.Errorf("the cluster holds %q, want the newest merge's pr-%d", got, 200+n-1)
+	}
+	t.Logf("%d merges, %d applied, %d left as older than an applied one", n, len(rels), n-len(rels))
 }
 
 func TestUnlockAndForkPreview(t *testing.T) {
 	w := newWorld(t)
 	const number, head = 41, "3333333333333333333333333333333333333333"
 	w.pullRequest(number, head)
-	comment := func(user, body string) map[string]any {
-		ev := w.payload("issue_comment", "created")
-		issue := ev["issue"].(map[string]any)
-		issue["number"] = float64(number)
-		issue["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/41"}
-		posted := w.gh.PostComment(w.owner, w.repo, number, user, body)
-		c := ev["comment"].(map[string]any)
-		c["body"], c["id"] = body, float64(posted.ID)
-		c["user"] = map[string]any{"login": user, "type": "User"}
-		return ev
-	}
+	comment := func(user, body string) map[string]any { return w.prComment(number, user, body) }
 	// A run that died holding the stack.
 	s := w.store()
 	held := &model.Release{Project: "web", Workspace: "default", Stack: "dev", Phase: model.PhaseApplying,
@@ -668,11 +719,7 @@ func TestUnlockAndForkPreview(t *testing.T) {
 	w.gh.SetPullFiles(w.owner, w.repo, forked, []githubfake.PullFile{{Filename: "apps/web/dev/spec.yaml", Status: "modified"}})
 	w.gh.SetPullRequestDetails(w.owner, w.repo, forked, "forker", true)
 	w.gh.SetReviews(w.owner, w.repo, forked, []githubfake.Review{{User: "reviewer", State: "APPROVED"}})
-	onFork := func(user, body string) map[string]any {
-		ev := comment(user, body)
-		ev["issue"].(map[string]any)["number"] = float64(forked)
-		return ev
-	}
+	onFork := func(user, body string) map[string]any { return w.prComment(forked, user, body) }
 	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", onFork("forker", "/kusion preview"))
 	w.waitFor("the fork's preview", func() bool { return w.commentsContaining(forked, "Compared with the prior release only") == 1 })
 	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", onFork("writer", "/kusion apply"))

@@ -170,8 +170,13 @@ func (s *Server) SetPullRequest(owner, repo string, number int, head, base strin
 }
 
 // MergePullRequest closes a pull request SetPullRequest made as merged,
-// with merge commit sha.
+// with merge commit sha, now.
 func (s *Server) MergePullRequest(owner, repo string, number int, sha string) {
+	s.MergePullRequestAt(owner, repo, number, sha, time.Now())
+}
+
+// MergePullRequestAt is MergePullRequest at a given time (merged_at).
+func (s *Server) MergePullRequestAt(owner, repo string, number int, sha string, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.st.pulls[pullKey(repoKey(owner, repo), number)]
@@ -180,7 +185,7 @@ func (s *Server) MergePullRequest(owner, repo string, number int, sha string) {
 	}
 	p.state, p.merged, p.mergeSHA = "closed", true, sha
 	s.st.touch(p)
-	p.mergedAt = p.updated
+	p.mergedAt = at
 }
 
 // SetPullFiles sets the files a pull request changes.
