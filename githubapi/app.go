@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -327,8 +328,15 @@ func (c *Client) Checkout(ctx context.Context, ref, dir string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// The pre-signed URL GitHub redirects to needs no credentials.
+	resp, err := (&http.Client{Timeout: 10 * time.Minute}).Do(req)
 	if err != nil {
+		// The URL carries a short-lived download token: keep it out of
+		// the error, which may end up in a comment.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fmt.Errorf("download %s at %s: %w", c.repo, ref, err)
 	}
 	defer resp.Body.Close()
