@@ -52,6 +52,9 @@ type Config struct {
 	// ShutdownTimeout is how long a stop waits for running applies
 	// (KUSIONPR_SHUTDOWN_TIMEOUT, default 10m).
 	ShutdownTimeout time.Duration `json:"shutdownTimeout"`
+	// ShutdownDelay is how long, after a stop signal, /readyz answers 503
+	// while deliveries are still taken (KUSIONPR_SHUTDOWN_DELAY, default 5s).
+	ShutdownDelay time.Duration `json:"shutdownDelay"`
 	// Lease is the release lease (KUSIONPR_LEASE, default 5m).
 	Lease time.Duration `json:"lease"`
 	// HoldWait is how long an apply waits for another run holding its
@@ -66,7 +69,7 @@ type Config struct {
 // LoadConfig reads the configuration; getenv is os.Getenv outside tests.
 func LoadConfig(getenv func(string) string) (*Config, error) {
 	c := &Config{Listen: ":8080", Workspace: "default", Root: ".", Concurrency: 4,
-		RequireApproval: true, RequireMergeable: true, RequireChecks: true, ShutdownTimeout: 10 * time.Minute,
+		RequireApproval: true, RequireMergeable: true, RequireChecks: true, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
 		HoldWait: 30 * time.Minute, RecoverWindow: 24 * time.Hour}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {
 		b, err := os.ReadFile(path)
@@ -135,6 +138,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	flag("KUSIONPR_REQUIRE_MERGEABLE", &c.RequireMergeable)
 	flag("KUSIONPR_REQUIRE_CHECKS", &c.RequireChecks)
 	dur("KUSIONPR_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+	dur("KUSIONPR_SHUTDOWN_DELAY", &c.ShutdownDelay)
 	dur("KUSIONPR_LEASE", &c.Lease)
 	dur("KUSIONPR_HOLD_WAIT", &c.HoldWait)
 	dur("KUSIONPR_RECOVER_WINDOW", &c.RecoverWindow)
@@ -180,6 +184,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	aux := struct {
 		*plain
 		ShutdownTimeout *string `json:"shutdownTimeout"`
+		ShutdownDelay   *string `json:"shutdownDelay"`
 		Lease           *string `json:"lease"`
 		HoldWait        *string `json:"holdWait"`
 		RecoverWindow   *string `json:"recoverWindow"`
@@ -195,6 +200,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		dst  *time.Duration
 	}{
 		{"shutdownTimeout", aux.ShutdownTimeout, &c.ShutdownTimeout},
+		{"shutdownDelay", aux.ShutdownDelay, &c.ShutdownDelay},
 		{"lease", aux.Lease, &c.Lease},
 		{"holdWait", aux.HoldWait, &c.HoldWait},
 		{"recoverWindow", aux.RecoverWindow, &c.RecoverWindow},

@@ -70,6 +70,10 @@ func (b *Bot) Handler() http.Handler {
 	return mux
 }
 
+// Unready makes /readyz answer 503, so that load balancers stop sending
+// deliveries; the bot still takes those that come.
+func (b *Bot) Unready() { b.ready.Store(false) }
+
 // Drain stops taking work and waits for running jobs up to ctx's deadline;
 // past it the jobs are cancelled (their releases end failed, and leases let
 // the next run take over).

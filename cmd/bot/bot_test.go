@@ -465,7 +465,7 @@ func (w *world) waitApplying(s *backend.Store) {
 
 func TestGracefulStopFinishesTheApply(t *testing.T) {
 	deployment, release := pendingDeployment(t)
-	w := newWorld(t, withResources(deployment))
+	w := newWorld(t, withResources(deployment), withEnv("KUSIONPR_SHUTDOWN_DELAY=2s"))
 	const number, head, merge = 32, "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
 	w.pullRequest(number, head)
 	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
@@ -478,14 +478,27 @@ func TestGracefulStopFinishesTheApply(t *testing.T) {
 	bot.proc.Process.Signal(syscall.SIGTERM)
 	exited := make(chan error, 1)
 	go func() { exited <- bot.proc.Wait() }()
+	// First not ready, still serving (KUSIONPR_SHUTDOWN_DELAY), then
+	// closed, the apply still running.
+	w.waitFor("/readyz to say the bot is going", func() bool {
+		resp, err := http.Get(bot.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
+	w.waitFor("the bot to stop taking requests", func() bool {
+		resp, err := http.Get(bot.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err != nil
+	})
 	select {
 	case err := <-exited:
 		t.Fatalf("the bot exited (%v) while an apply ran\n%s", err, w.logs())
 	case <-time.After(time.Second):
-	}
-	if resp, err := http.Get(bot.url + "/healthz"); err == nil {
-		resp.Body.Close()
-		t.Error("a stopping bot still takes requests")
 	}
 	release()
 	select {

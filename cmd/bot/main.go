@@ -43,9 +43,18 @@ func run(getenv func(string) string, stderr *os.File) int {
 	go func() {
 		defer close(done)
 		<-ctx.Done()
-		log.Info("stopping: waiting for running applies", "timeout", cfg.ShutdownTimeout)
 		drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
+		// Load balancers learn from /readyz that the bot is going; until
+		// they have, deliveries still come and are still taken, as GitHub
+		// does not resend what a closed port refused.
+		b.Unready()
+		log.Info("stopping: not ready; still taking deliveries for a while", "delay", cfg.ShutdownDelay.String())
+		select {
+		case <-time.After(cfg.ShutdownDelay):
+		case <-drain.Done():
+		}
+		log.Info("stopping: waiting for running applies", "timeout", cfg.ShutdownTimeout.String())
 		_ = srv.Shutdown(drain)
 		if err := b.Drain(drain); err != nil {
 			log.Error("applies still running at the deadline were cancelled", "error", err)
