@@ -469,7 +469,16 @@ func (s *Store) Update(ctx context.Context, r *model.Release) error {
 // returns the release before r (nil if r is the first), whose state the
 // caller diffs against. On error r.Revision is left as it was.
 func (s *Store) Begin(ctx context.Context, r *model.Release) (prior *model.Release, err error) {
-	prior, abandoned, err := s.begin(ctx, r)
+	return s.BeginIf(ctx, r, nil)
+}
+
+// BeginIf is Begin that first asks cond about the release r would follow,
+// each time it tries a slot; an error of cond is returned as it is and
+// nothing is written. As the slot is created only if still free, cond saw
+// the true latest release when r wins: a decision such as "a newer merge
+// was applied, skip this one" cannot be overtaken between check and begin.
+func (s *Store) BeginIf(ctx context.Context, r *model.Release, cond func(latest *model.Release) error) (prior *model.Release, err error) {
+	prior, abandoned, err := s.begin(ctx, r, cond)
 	if err != nil || abandoned == nil {
 		return prior, err
 	}
@@ -536,7 +545,7 @@ func (s *Store) write(ctx context.Context, r *model.Release) error {
 
 // begin takes the next slot; abandoned is the running release past its lease
 // that the slot supersedes, if any.
-func (s *Store) begin(ctx context.Context, r *model.Release) (prior, abandoned *model.Release, err error) {
+func (s *Store) begin(ctx context.Context, r *model.Release, cond func(*model.Release) error) (prior, abandoned *model.Release, err error) {
 	if r == nil {
 		return nil, nil, errors.New("begin release: release is nil")
 	}
@@ -563,6 +572,11 @@ func (s *Store) begin(ctx context.Context, r *model.Release) (prior, abandoned *
 				return nil, nil, heldBy(latest)
 			}
 			abandoned = latest
+		}
+		if cond != nil {
+			if err := cond(latest); err != nil {
+				return nil, nil, err
+			}
 		}
 		r.Revision = 1
 		if latest != nil {

@@ -864,3 +864,49 @@ func mustAtoi(s string) int64 {
 	fmt.Sscan(s, &n)
 	return n
 }
+
+func TestBeginIf(t *testing.T) {
+	ctx := context.Background()
+	s := openURL(t, "mem://")
+	first := release("p", "w", model.PhaseSucceeded, "alice")
+	first.Revision = 1
+	if err := s.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// Many runners, each refusing to follow a release newer than the one it
+	// read first: exactly one of them may begin, whatever the interleaving.
+	errOutdated := errors.New("outdated")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	began := 0
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := release("p", "w", model.PhaseApplying, "bob")
+			_, err := s.BeginIf(ctx, r, func(latest *model.Release) error {
+				if latest.Revision != 1 {
+					return errOutdated
+				}
+				return nil
+			})
+			switch {
+			case err == nil:
+				mu.Lock()
+				began++
+				mu.Unlock()
+			case errors.Is(err, errOutdated), errors.Is(err, ErrHeld):
+			default:
+				t.Errorf("BeginIf: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	revs, err := s.Revisions(ctx, "p", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if began != 1 || len(revs) != 2 {
+		t.Errorf("%d runners began, revisions %v; want one, [1 2]", began, revs)
+	}
+}

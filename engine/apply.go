@@ -19,6 +19,16 @@ type ApplyOptions struct {
 	DryRun bool
 	// NoWatch returns as soon as objects are accepted, without waiting for readiness.
 	NoWatch bool
+	// Precondition, if set, is asked about the latest release when the
+	// stack is taken, atomically with taking it (the store must offer
+	// BeginIf); its error ends the operation before anything is written.
+	Precondition func(latest *model.Release) error
+}
+
+// conditionalStore takes a stack only if a precondition on its latest
+// release holds; backend.Store is one.
+type conditionalStore interface {
+	BeginIf(ctx context.Context, r *model.Release, cond func(latest *model.Release) error) (*model.Release, error)
 }
 
 // Result is what an apply or destroy did.
@@ -76,7 +86,16 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 	if rel.Origin != nil {
 		rel.Origin.Heartbeat = now
 	}
-	prior, err := e.Store.Begin(ctx, rel)
+	var prior *model.Release
+	if opts.Precondition != nil {
+		cs, ok := e.Store.(conditionalStore)
+		if !ok {
+			return nil, fmt.Errorf("%s %s: the release store cannot check a precondition when taking the stack", verb, st.Stack)
+		}
+		prior, err = cs.BeginIf(ctx, rel, opts.Precondition)
+	} else {
+		prior, err = e.Store.Begin(ctx, rel)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", verb, st.Stack, err)
 	}

@@ -166,6 +166,16 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 		eng.Runtimes = map[model.ResourceType]engine.Runtime{model.Kubernetes: offline{}, model.Terraform: offline{}}
 	}
 	applyOpts := engine.ApplyOptions{DryRun: opts.DryRun, NoWatch: opts.NoWatch}
+	if opts.Skip != nil {
+		// Asked again when the stack is taken, atomically with it: another
+		// run may have done (or outdated) this one since the check above.
+		applyOpts.Precondition = func(latest *model.Release) error {
+			if why := opts.Skip(latest); why != "" {
+				return &skipped{why: why}
+			}
+			return nil
+		}
+	}
 	switch cmd {
 	case Preview:
 		run.Preview, run.Err = eng.Preview(ctx, target)
@@ -180,6 +190,10 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 			}
 			return eng.Destroy(ctx, target, applyOpts)
 		})
+		var sk *skipped
+		if errors.As(run.Err, &sk) {
+			run.Skipped, run.Err, res = sk.why, nil, nil
+		}
 		if res != nil {
 			run.Preview, run.Release = res.Preview, res.Release
 		}
@@ -322,3 +336,8 @@ func whenFree(ctx context.Context, opts Options, skip func() (string, error), op
 		}
 	}
 }
+
+// skipped is Options.Skip's answer when the stack is taken.
+type skipped struct{ why string }
+
+func (s *skipped) Error() string { return "skipped: " + s.why }
