@@ -1,7 +1,8 @@
-// Package project finds a Kusion project and its stacks on disk and produces
-// each stack's Spec. A project folder holds project.yaml; each stack folder
-// below it holds stack.yaml and, for now, a ready spec.yaml (as `kusion
-// generate` writes it).
+// Package project finds a Kusion project and its stacks on disk: a project
+// folder holds project.yaml; each stack folder below it holds stack.yaml and
+// either a ready spec.yaml (as `kusion generate` writes it) or main.yaml,
+// the stack's AppConfigurations, which engine/generate turns into a Spec
+// with a workspace (workspaces/<name>.yaml in the project or a folder above).
 package project
 
 import (
@@ -21,6 +22,11 @@ const (
 	ProjectFile = "project.yaml"
 	StackFile   = "stack.yaml"
 	SpecFile    = "spec.yaml"
+	// AppFile holds a stack's AppConfigurations in YAML: what Kusion's
+	// main.k compiles to.
+	AppFile = "main.yaml"
+	// kclFile is Kusion's own input, which needs the KCL compiler.
+	kclFile = "main.k"
 )
 
 // Project is project.yaml, in Kusion's shape.
@@ -38,6 +44,10 @@ type Stack struct {
 	Name        string            `json:"name"`
 	Description string            `json:"description,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	// Workspace names the workspace the stack is generated and released
+	// with, as Kusion's stack.yaml may.
+	Workspace  string           `json:"workspace,omitempty"`
+	Extensions []map[string]any `json:"extensions,omitempty"`
 	// Path is the folder holding stack.yaml.
 	Path    string   `json:"-"`
 	Project *Project `json:"-"`
@@ -101,7 +111,40 @@ func FindProject(dir string) (*Project, error) {
 	}
 }
 
-// Spec reads and validates the stack's spec.
+// Input is what a stack's Spec comes from.
+type Input int
+
+const (
+	// SpecInput: a ready spec.yaml.
+	SpecInput Input = iota + 1
+	// AppInput: main.yaml, AppConfigurations to generate from.
+	AppInput
+)
+
+// Input says whether the stack holds a ready Spec or AppConfigurations,
+// and refuses a folder holding both (which one counts would be a guess) or
+// neither.
+func (s *Stack) Input() (Input, error) {
+	has := func(name string) bool {
+		_, err := os.Stat(filepath.Join(s.Path, name))
+		return err == nil
+	}
+	switch spec, app := has(SpecFile), has(AppFile); {
+	case spec && app:
+		return 0, fmt.Errorf("stack %s: both %s and %s in %s: keep the AppConfigurations (%s) or the ready Spec (%s), not both",
+			s.Name, SpecFile, AppFile, s.Path, AppFile, SpecFile)
+	case spec:
+		return SpecInput, nil
+	case app:
+		return AppInput, nil
+	case has(kclFile):
+		return 0, fmt.Errorf("stack %s: %s needs the KCL compiler, which is not available here: write the AppConfigurations as YAML in %s, or commit the Spec `kusion generate` writes as %s",
+			s.Name, kclFile, AppFile, SpecFile)
+	}
+	return 0, fmt.Errorf("stack %s: no %s or %s in %s", s.Name, SpecFile, AppFile, s.Path)
+}
+
+// Spec reads and validates the stack's ready spec.
 func (s *Stack) Spec() (*model.Spec, error) {
 	path := filepath.Join(s.Path, SpecFile)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {

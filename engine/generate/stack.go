@@ -1,0 +1,62 @@
+package generate
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/kusionpr/kusionpr/engine/project"
+	"github.com/kusionpr/kusionpr/model"
+)
+
+// Stack generates the Spec of a stack folder holding main.yaml, with the
+// named workspace's file (project.Stack.WorkspaceFile).
+func (g *Generator) Stack(ctx context.Context, st *project.Stack, workspace string) (*model.Spec, error) {
+	appFile := filepath.Join(st.Path, project.AppFile)
+	wsFile, _, err := st.WorkspaceFile(workspace)
+	if err != nil {
+		return nil, fmt.Errorf("%s: generating needs a workspace: %w", appFile, err)
+	}
+	ws, err := LoadWorkspace(wsFile)
+	if err != nil {
+		return nil, err
+	}
+	apps, err := LoadApps(appFile)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := namespaceOf(st)
+	if err != nil {
+		return nil, err
+	}
+	return g.Generate(ctx, Input{
+		Project: st.Project.Name, Stack: st.Name, Namespace: ns,
+		AppFile: appFile, Apps: apps, Workspace: ws,
+	})
+}
+
+// namespaceOf is the namespace a stack's apps live in: the first
+// kubernetesNamespace extension, the stack's before the project's, else
+// the project's name, as Kusion decides it.
+func namespaceOf(st *project.Stack) (string, error) {
+	for _, src := range []struct {
+		file string
+		ext  []map[string]any
+	}{
+		{filepath.Join(st.Path, project.StackFile), st.Extensions},
+		{filepath.Join(st.Project.Path, project.ProjectFile), st.Project.Extensions},
+	} {
+		for i, e := range src.ext {
+			if e["kind"] != "kubernetesNamespace" {
+				continue
+			}
+			spec, _ := e["kubernetesNamespace"].(map[string]any)
+			ns, _ := spec["namespace"].(string)
+			if ns == "" {
+				return "", fmt.Errorf("%s: extensions[%d].kubernetesNamespace.namespace: required: the namespace the stack's apps live in", src.file, i)
+			}
+			return ns, nil
+		}
+	}
+	return st.Project.Name, nil
+}
