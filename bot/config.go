@@ -34,7 +34,9 @@ type Config struct {
 	// Enterprise Server's https://HOST/api/v3, or a test server.
 	APIURL string `json:"apiURL"`
 	// Backend is the release store (KUSIONPR_BACKEND); Workspace the
-	// workspace applied (KUSIONPR_WORKSPACE, default "default").
+	// workspace every stack is applied with (KUSIONPR_WORKSPACE); empty
+	// lets each stack name its own (stack.yaml's workspace, else the
+	// workspace named after the stack, else "default").
 	Backend   string `json:"backend"`
 	Workspace string `json:"workspace"`
 	// Root is where stacks are looked for in the repository (KUSIONPR_ROOT).
@@ -68,7 +70,7 @@ type Config struct {
 
 // LoadConfig reads the configuration; getenv is os.Getenv outside tests.
 func LoadConfig(getenv func(string) string) (*Config, error) {
-	c := &Config{Listen: ":8080", Workspace: "default", Root: ".", Concurrency: 4,
+	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4,
 		RequireApproval: true, RequireMergeable: true, RequireChecks: true, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
 		HoldWait: 30 * time.Minute, RecoverWindow: 24 * time.Hour}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {

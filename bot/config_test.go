@@ -40,7 +40,7 @@ func TestLoadConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", base, func(c *Config) bool {
-			return c.Listen == ":8080" && c.Workspace == "default" && c.Concurrency == 4 && c.RequireApproval &&
+			return c.Listen == ":8080" && c.Workspace == "" && c.Concurrency == 4 && c.RequireApproval &&
 				c.RequireMergeable && c.RequireChecks && c.ShutdownTimeout == 10*time.Minute && c.RecoverWindow == 24*time.Hour &&
 				c.PrivateKey == "PEM" && c.AppID == 12
 		}, ""},

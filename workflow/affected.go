@@ -39,8 +39,10 @@ type Selection struct {
 // repository checked out at root: a file inside a stack folder (the nearest
 // folder holding stack.yaml) touches that stack; a file of a project outside
 // its stacks (project.yaml, workspace files, shared modules) touches every
-// stack of the project; a file matching a Shared glob touches every stack. A
-// removed stack.yaml is a deleted stack.
+// stack of the project; a workspace file above the projects
+// (workspaces/<name>.yaml, which stacks below find by walking up) touches
+// every stack below its folder; a file matching a Shared glob touches every
+// stack. A removed stack.yaml is a deleted stack.
 func AffectedStacks(root string, files []ChangedFile, sel Selection) ([]AffectedStack, error) {
 	stacks, projects, err := scan(root)
 	if err != nil {
@@ -97,6 +99,8 @@ func AffectedStacks(root string, files []ChangedFile, sel Selection) ([]Affected
 				add(s, false)
 			} else if pr := nearest(projects, p); pr != "" {
 				under(pr)
+			} else if dir := path.Dir(p); path.Base(dir) == project.WorkspacesDir {
+				under(path.Dir(dir))
 			}
 		}
 	}

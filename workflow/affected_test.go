@@ -12,7 +12,7 @@ func TestAffectedStacks(t *testing.T) {
 	for _, f := range []string{
 		"apps/web/project.yaml", "apps/web/dev/stack.yaml", "apps/web/prod/stack.yaml", "apps/web/modules/db/main.k",
 		"apps/api/project.yaml", "apps/api/dev/stack.yaml", "apps/api/dev/conf/extra.yaml",
-		"README.md", "shared/policies/base.yaml",
+		"README.md", "shared/policies/base.yaml", "apps/workspaces/dev.yaml",
 	} {
 		p := filepath.Join(root, f)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -35,6 +35,8 @@ func TestAffectedStacks(t *testing.T) {
 		{"deep in a stack", []ChangedFile{{Path: "apps/api/dev/conf/extra.yaml", Status: "modified"}}, Selection{}, stacks("apps/api/dev")},
 		{"project.yaml touches its stacks", []ChangedFile{{Path: "apps/web/project.yaml", Status: "modified"}}, Selection{}, stacks("apps/web/dev", "apps/web/prod")},
 		{"a project's shared module", []ChangedFile{{Path: "apps/web/modules/db/main.k", Status: "modified"}}, Selection{}, stacks("apps/web/dev", "apps/web/prod")},
+		{"a workspace above the projects", []ChangedFile{{Path: "apps/workspaces/dev.yaml", Status: "modified"}}, Selection{}, stacks("apps/api/dev", "apps/web/dev", "apps/web/prod")},
+		{"a project's workspace", []ChangedFile{{Path: "apps/web/workspaces/prod.yaml", Status: "added"}}, Selection{}, stacks("apps/web/dev", "apps/web/prod")},
 		{"outside every project", []ChangedFile{{Path: "README.md", Status: "modified"}}, Selection{}, nil},
 		{"a shared glob touches all", []ChangedFile{{Path: "shared/policies/base.yaml", Status: "modified"}}, Selection{Shared: []string{"shared/**"}}, stacks("apps/api/dev", "apps/web/dev", "apps/web/prod")},
 		{"a stack filter", []ChangedFile{{Path: "apps/web/project.yaml", Status: "modified"}}, Selection{Stacks: []string{"**/prod"}}, stacks("apps/web/prod")},

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
@@ -152,11 +153,14 @@ func (c *Change) kind() string {
 	return "apply"
 }
 
+// workspace names the workspace in a stack's comment key: the one given,
+// or "default" when each stack names its own (the folder alone keeps keys
+// apart then).
 func (c *Change) workspace() string {
 	if c.Options.Workspace != "" {
 		return c.Options.Workspace
 	}
-	return "default"
+	return project.DefaultWorkspace
 }
 
 // key names a stack's comment: its folder is unique in the repository and
@@ -191,7 +195,7 @@ func (c *Change) stack(ctx context.Context, st AffectedStack) *StackOutcome {
 		// The stack did not get as far as a plan: its comment is the error.
 		p = &engine.Preview{Stack: st.Dir, Workspace: c.workspace(), ChangeSteps: map[string]*engine.Step{}}
 		if run.Stack != nil {
-			p.Project, p.Stack = run.Stack.Project.Name, run.Stack.Name
+			p.Project, p.Stack, p.Workspace = run.Stack.Project.Name, run.Stack.Name, run.Workspace
 		}
 	}
 	so.Summary = p.Summary()

@@ -41,7 +41,10 @@ func ParseCommand(s string) (Command, error) {
 
 // Options configure a Runner; the zero value of each field is a sensible default.
 type Options struct {
-	// Workspace defaults to "default", as in Kusion.
+	// Workspace is the workspace every stack is generated and released
+	// with; empty lets each stack name its own (project.Stack.WorkspaceName:
+	// stack.yaml's workspace, else the workspace named after the stack,
+	// else "default").
 	Workspace string
 	// Backend is a release store URL; default backend.DefaultURL().
 	Backend string
@@ -81,9 +84,11 @@ type Options struct {
 
 // Run is the outcome of one command on one stack.
 type Run struct {
-	Stack   *project.Stack
-	Preview *engine.Preview
-	Release *model.Release
+	Stack *project.Stack
+	// Workspace is the one the stack ran with.
+	Workspace string
+	Preview   *engine.Preview
+	Release   *model.Release
 	// Store is where the release was written.
 	Store string
 	// Skipped is why Options.Skip skipped the stack.
@@ -103,13 +108,11 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 		return run
 	}
 	run.Stack = st
-	ws := opts.Workspace
-	if ws == "" {
-		ws = "default"
-	}
+	ws := st.WorkspaceName(opts.Workspace)
+	run.Workspace = ws
 	target := engine.Stack{Project: st.Project.Name, Workspace: ws, Stack: st.Name, Origin: opts.Origin}
 	if cmd != Destroy {
-		if target.Spec, err = st.Spec(); err != nil {
+		if target.Spec, err = StackSpec(ctx, st, ws, opts.Logger); err != nil {
 			run.Err = err
 			return run
 		}
@@ -238,10 +241,7 @@ func Unlock(ctx context.Context, dir string, opts Options, who, why string) (*mo
 	if err != nil {
 		return nil, err
 	}
-	ws := opts.Workspace
-	if ws == "" {
-		ws = "default"
-	}
+	ws := st.WorkspaceName(opts.Workspace)
 	store, _, err := OpenStore(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -87,9 +87,6 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		Origin:       &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command},
 		IgnoreFields: list(in("ignore-fields")),
 	}
-	if opts.Workspace == "" {
-		opts.Workspace = "default"
-	}
 	if d := in("lease"); d != "" {
 		if opts.Lease, err = time.ParseDuration(d); err != nil {
 			ga.Errorf("input lease: %v", err)

@@ -1,13 +1,17 @@
-// Command action previews, applies or destroys Kusion stacks. Run locally:
+// Command action generates, previews, applies or destroys Kusion stacks. Run
+// locally:
 //
+//	action generate --stack DIR [--workspace NAME] [-o FILE]
 //	action preview|apply|destroy --stack DIR [--workspace NAME] [--backend URL]
 //	       [-o json|markdown|text] [--yes] [--dry-run]
 //
-// it prints the preview and, for apply and destroy, where the release was saved.
+// generate prints the stack's Spec; the others print the preview and, for
+// apply and destroy, where the release was saved.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -17,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -24,6 +29,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kusionpr/kusionpr/backend"
+	"github.com/kusionpr/kusionpr/engine/project"
+	"github.com/kusionpr/kusionpr/engine/spec"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -44,10 +51,13 @@ func main() {
 }
 
 const usage = `usage: action preview|apply|destroy --stack DIR [flags]
+       action generate --stack DIR [--workspace NAME] [-o FILE]
        action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]
 
 Previews the three-way difference of a stack (its spec, the latest release,
-the live objects), or applies or destroys it and records a release.
+the live objects), or applies or destroys it and records a release. A stack
+holds a ready spec.yaml, or main.yaml (AppConfigurations) that generate turns
+into a Spec with the stack's workspace (workspaces/<name>.yaml).
 
 flags:
 `
@@ -59,8 +69,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		newFlags(stderr).PrintDefaults()
 		return 2
 	}
-	if args[0] == "unlock" {
+	switch args[0] {
+	case "unlock":
 		return unlock(ctx, args[1:], stdout, stderr)
+	case "generate":
+		return generateSpec(ctx, args[1:], stdout, stderr)
 	}
 	cmd, err := workflow.ParseCommand(args[0])
 	if err != nil {
@@ -70,7 +83,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := newFlags(stderr)
 	var (
 		stack       = fs.String("stack", ".", "stack folder (holds stack.yaml; project.yaml is in it or above it)")
-		workspace   = fs.String("workspace", "default", "workspace name")
+		workspace   = fs.String("workspace", "", "workspace name (default: stack.yaml's workspace, else the workspace named after the stack, else default)")
 		backendURL  = fs.String("backend", "", "release store URL (default file:// of $KUSION_HOME or ~/.kusion)")
 		output      = fs.String("o", "text", "output format: json, markdown or text")
 		yes         = fs.Bool("yes", false, "apply or destroy without asking")
@@ -213,7 +226,7 @@ func localOrigin(cmd string) *model.Origin {
 func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags(stderr)
 	stack := fs.String("stack", ".", "stack folder")
-	workspace := fs.String("workspace", "default", "workspace name")
+	workspace := fs.String("workspace", "", "workspace name (default: the stack's own)")
 	backendURL := fs.String("backend", "", "release store URL")
 	reason := fs.String("reason", "", "why the running release is ended (recorded in it)")
 	if err := fs.Parse(args); err != nil {
@@ -231,4 +244,66 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "Release %d of %s/%s is now %s: %s\n", rel.Revision, rel.Project, rel.Workspace, rel.Phase, rel.Message)
 	return 0
+}
+
+// generateSpec prints a stack's Spec, as `kusion generate` does: the one
+// generated from main.yaml with the stack's workspace, or its spec.yaml.
+func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags(stderr)
+	stack := fs.String("stack", ".", "stack folder")
+	workspace := fs.String("workspace", "", "workspace name (default: the stack's own)")
+	output := fs.String("o", "", "write the Spec to this file instead of standard output")
+	format := fs.String("format", "yaml", "yaml or json")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	st, err := project.LoadStack(*stack)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := workflow.StackSpec(ctx, st, st.WorkspaceName(*workspace), log)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(err.Error()))
+		return 1
+	}
+	var buf bytes.Buffer
+	if err := spec.Write(&buf, s, *format); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	if *output == "" {
+		_, err = stdout.Write(buf.Bytes())
+	} else {
+		// Written whole or not at all: a failed generate keeps the old file.
+		err = writeFileAtomic(*output, buf.Bytes())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
