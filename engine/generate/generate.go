@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -89,7 +91,7 @@ func (g *Generator) Generate(ctx context.Context, in Input) (*model.Spec, error)
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range sortedKeys(imported) {
+	for _, id := range slices.Sorted(maps.Keys(imported)) {
 		if i, ok := b.index(id); ok {
 			r := &b.spec.Resources[i]
 			if r.Extensions == nil {
@@ -309,7 +311,7 @@ func (b *builder) app(app App, calls []*call) error {
 				return fmt.Errorf("%s: %w", at, err)
 			}
 		}
-		for _, id := range sortedKeys(p.JSONPatchers) {
+		for _, id := range slices.Sorted(maps.Keys(p.JSONPatchers)) {
 			i, ok := b.index(id)
 			if !ok {
 				// Kusion skips a patch of a resource nobody generated; a

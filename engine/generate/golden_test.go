@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -106,4 +107,34 @@ func firstDifference(got, want []byte) string {
 		}
 	}
 	return "(same lines)"
+}
+
+// TestStackWithoutWorkspace: generating needs the workspace's file; its
+// absence is an error naming the AppConfigurations and where it looked.
+func TestStackWithoutWorkspace(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"project.yaml", "dev/stack.yaml", "dev/main.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "shop", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := project.LoadStack(filepath.Join(root, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &generate.Generator{Builtins: builtin.Modules()}
+	for _, name := range []string{st.WorkspaceName(""), "staging"} {
+		_, err := g.Stack(context.Background(), st, name)
+		want := filepath.Join(root, "dev", "main.yaml") + ": generating needs a workspace: workspace " + name + ": no file for it (looked for " + filepath.Join(root, "workspaces", name+".yaml")
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("workspace %s: error = %v\nwant it to start with %q", name, err, want)
+		}
+	}
 }

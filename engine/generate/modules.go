@@ -2,6 +2,8 @@ package generate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kusionpr/kusionpr/engine/generate/module"
@@ -37,7 +39,7 @@ func (g *Generator) resolve(in Input, app App, p Part) (*source, error) {
 		return &source{builtin: b, label: "built-in module " + p.Module}, nil
 	}
 	return nil, fmt.Errorf("%s: %s.%s._type: unknown module %q: workspace %s (%s) declares no module of that name, and none is built in (built in: %s)",
-		in.AppFile, app.Name, p.Key, p.Module, in.Workspace.Name, in.Workspace.Path, strings.Join(sortedKeys(g.Builtins), ", "))
+		in.AppFile, app.Name, p.Key, p.Module, in.Workspace.Name, in.Workspace.Path, strings.Join(slices.Sorted(maps.Keys(g.Builtins)), ", "))
 }
 
 // isCatalog says whether path is the catalog's module of that name.

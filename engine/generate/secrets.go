@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 
 	"gopkg.in/yaml.v3"
@@ -61,7 +63,7 @@ func workloadSecrets(in Input, app App) ([]model.Resource, error) {
 		}
 		errs = append(errs, fmt.Errorf("%s: %s.%s: %s", where, base, path, fmt.Sprintf(format, args...)))
 	}
-	for _, name := range sortedKeys(secrets) {
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
 		s := secrets[name]
 		if !secretName.MatchString(name) || len(name) > 253 {
 			fail(name, "not a valid Secret name (lower-case letters, digits, '-' and '.')")
@@ -93,7 +95,7 @@ func workloadSecrets(in Input, app App) ([]model.Resource, error) {
 		sort.Strings(keys)
 		data := map[string]any{}
 		for _, k := range keys {
-			if t.required != nil && !contains(t.required, k) {
+			if t.required != nil && !slices.Contains(t.required, k) {
 				fail(name+".data."+k, "a %s secret holds only %v", s.Type, t.required)
 				continue
 			}
@@ -135,13 +137,4 @@ func secretsNode(workload *yaml.Node) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

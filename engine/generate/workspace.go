@@ -3,6 +3,7 @@ package generate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,7 +95,7 @@ func ParseWorkspace(file, name string, data []byte) (*Workspace, error) {
 	}
 	ws := &Workspace{Name: name, Path: file, Context: raw.Context, SecretStore: raw.SecretStore, Modules: map[string]*ModuleConfig{}}
 	var errs []error
-	for _, mod := range sortedKeys(raw.Modules) {
+	for _, mod := range slices.Sorted(maps.Keys(raw.Modules)) {
 		mc, err := parseModule(file, mod, raw.Modules[mod])
 		if err != nil {
 			errs = append(errs, err)
@@ -127,7 +128,7 @@ func parseModule(file, name string, raw *moduleConfig) (*ModuleConfig, error) {
 		return nil, fmt.Errorf("%s: %s.version: required with %s.path", file, where, where)
 	}
 	var errs []error
-	for _, block := range sortedKeys(raw.Configs) {
+	for _, block := range slices.Sorted(maps.Keys(raw.Configs)) {
 		at := where + ".configs." + block
 		var cfg map[string]any
 		if err := strict.Decode(raw.Configs[block], at, &cfg); err != nil {
@@ -180,7 +181,7 @@ func parseModule(file, name string, raw *moduleConfig) (*ModuleConfig, error) {
 // get one of them by chance.
 func checkProjectsOnce(file string, ws *Workspace) error {
 	var errs []error
-	for _, mod := range sortedKeys(ws.Modules) {
+	for _, mod := range slices.Sorted(maps.Keys(ws.Modules)) {
 		owner := map[string]string{}
 		for _, b := range ws.Modules[mod].Blocks {
 			for _, p := range b.ProjectSelector {
@@ -271,7 +272,7 @@ func (ws *Workspace) ConfigPath(mod, project, key string) string {
 // resource id → the id of the existing object to adopt.
 func (ws *Workspace) ImportedResources(project string) (map[string]string, error) {
 	out := map[string]string{}
-	for _, mod := range sortedKeys(ws.Modules) {
+	for _, mod := range slices.Sorted(maps.Keys(ws.Modules)) {
 		cfg, _ := ws.ProjectConfig(mod, project)
 		raw, ok := cfg[importedResourcesField]
 		if !ok {
@@ -282,7 +283,7 @@ func (ws *Workspace) ImportedResources(project string) (map[string]string, error
 		if !isMap {
 			return nil, fmt.Errorf("%s: want a mapping of resource id to the id of the object to import", where)
 		}
-		for _, id := range sortedKeys(m) {
+		for _, id := range slices.Sorted(maps.Keys(m)) {
 			importID, isString := m[id].(string)
 			if !isString || importID == "" {
 				return nil, fmt.Errorf("%s.%s: want the id of the object to import, a string", where, id)
@@ -294,13 +295,4 @@ func (ws *Workspace) ImportedResources(project string) (map[string]string, error
 		}
 	}
 	return out, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -22,7 +22,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -70,11 +71,11 @@ func uniqueLabels(req module.Request) map[string]string {
 }
 
 // mergeStrings returns the union of maps, later ones winning.
-func mergeStrings(maps ...map[string]string) map[string]string {
+func mergeStrings(ms ...map[string]string) map[string]string {
 	out := map[string]string{}
-	for _, m := range maps {
-		for _, k := range sortedKeys(m) {
-			out[k] = m[k]
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
 		}
 	}
 	return out
@@ -88,7 +89,7 @@ func anyMap(m map[string]string) map[string]any {
 		return nil
 	}
 	out := make(map[string]any, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out[k] = m[k]
 	}
 	return out
@@ -100,15 +101,6 @@ func anyList(s []string) []any {
 		out[i] = v
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // gvkString prints a group/version and kind as k8s GroupVersionKind.String()

@@ -1,10 +1,12 @@
 package builtin
 
 import (
+	"maps"
 	"net"
 	"net/url"
 	"path"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -94,7 +96,7 @@ func buildPod(src module.Source, req module.Request, containers map[string]conta
 	if len(containers) == 0 {
 		p.add(src, "containers", "required: at least one container")
 	}
-	for _, name := range sortedKeys(containers) {
+	for _, name := range slices.Sorted(maps.Keys(containers)) {
 		b.container(name, containers[name])
 	}
 	if err := p.err(); err != nil {
@@ -245,7 +247,7 @@ func secretKey(ref string) (name, key string, ok bool) {
 // resources reads "limit" or "request-limit" per resource name.
 func (b *podBuilder) resources(at string, in map[string]string) map[string]any {
 	requests, limits := map[string]any{}, map[string]any{}
-	for _, name := range sortedKeys(in) {
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		rat := joinPath(at, name)
 		parts := strings.Split(in[name], "-")
 		if len(parts) > 2 {
@@ -364,7 +366,7 @@ func (b *podBuilder) handler(at string, h *handlerConfig, tcp bool) map[string]a
 		}
 		if len(h.Headers) > 0 {
 			headers := make([]any, 0, len(h.Headers))
-			for _, name := range sortedKeys(h.Headers) {
+			for _, name := range slices.Sorted(maps.Keys(h.Headers)) {
 				headers = append(headers, map[string]any{"name": name, "value": h.Headers[name]})
 			}
 			get["httpHeaders"] = headers
@@ -490,21 +492,21 @@ func (b *podBuilder) mounts(at, container string, c containerConfig) []any {
 	// A content file is mounted as its folder, as the catalog does, unless
 	// something else lives in that folder: a folder mount would hide it.
 	folderUse := map[string]int{}
-	for _, p := range sortedKeys(c.Files) {
+	for _, p := range slices.Sorted(maps.Keys(c.Files)) {
 		folderUse[path.Dir(cleanPath(p))]++
 	}
-	for _, p := range sortedKeys(c.Dirs) {
+	for _, p := range slices.Sorted(maps.Keys(c.Dirs)) {
 		folderUse[cleanPath(p)]++
 	}
 
 	var list []mount
-	for idx, p := range sortedKeys(c.Files) {
+	for idx, p := range slices.Sorted(maps.Keys(c.Files)) {
 		fat := joinPath(joinPath(at, "files"), p)
 		if m, ok := b.file(fat, container, idx, p, c.Files[p], folderUse); ok {
 			list = append(list, mount{at: fat, value: m})
 		}
 	}
-	for _, p := range sortedKeys(c.Dirs) {
+	for _, p := range slices.Sorted(maps.Keys(c.Dirs)) {
 		dat := joinPath(joinPath(at, "dirs"), p)
 		name, ok := secretName(c.Dirs[p])
 		if !ok {

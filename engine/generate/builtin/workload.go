@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kusionpr/kusionpr/engine/generate/module"
@@ -60,7 +62,7 @@ func completeMeta(req module.Request, dev workloadBase, plat workloadPlatform) w
 func checkSelectorLabels(req module.Request, dev workloadBase, plat workloadPlatform) error {
 	var p problems
 	unique := uniqueLabels(req)
-	for _, k := range sortedKeys(unique) {
+	for _, k := range slices.Sorted(maps.Keys(unique)) {
 		src, v, ok := module.Workload, "", false
 		if v, ok = dev.Labels[k]; !ok {
 			src = module.PlatformConfig
@@ -90,7 +92,7 @@ func (m workloadMeta) template(pd pod, tsc []any, extra map[string]any) map[stri
 	if len(tsc) > 0 {
 		spec["topologySpreadConstraints"] = tsc
 	}
-	for _, k := range sortedKeys(extra) {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		spec[k] = extra[k]
 	}
 	return map[string]any{"metadata": meta, "spec": spec}
