@@ -17,6 +17,7 @@ package backend
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
@@ -365,18 +366,47 @@ func (s *Store) Get(ctx context.Context, project, workspace string, revision uin
 }
 
 func decodeRelease(key string, data []byte) (*model.Release, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, fmt.Errorf("decode release %s: the file is empty", key)
-	}
 	r := &model.Release{}
-	if err := yaml.Unmarshal(data, r); err != nil {
-		return nil, fmt.Errorf("decode release %s: %w", key, err)
+	if err := decodeInto(key, data, r); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
+// decodeInto reads a release file, YAML or (a running release of ours)
+// JSON, into v.
+func decodeInto(key string, data []byte, v any) error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return fmt.Errorf("decode release %s: the file is empty", key)
+	}
+	var err error
+	if trimmed[0] == '{' {
+		err = json.Unmarshal(trimmed, v)
+	} else {
+		err = yaml.Unmarshal(data, v)
+	}
+	if err != nil {
+		return fmt.Errorf("decode release %s: %w", key, err)
+	}
+	return nil
+}
+
+// encodeRelease writes an ended release as YAML, as Kusion does, and a
+// running one as JSON: JSON is YAML, so Kusion reads it all the same, and a
+// running release is rewritten as its resources finish, where encoding a
+// 1,000-resource release as YAML took a tenth of a second of the CPU the
+// apply itself needs, each time.
 func encodeRelease(r *model.Release) ([]byte, error) {
-	data, err := yaml.Marshal(r)
+	var (
+		data []byte
+		err  error
+	)
+	if r.Phase.Ended() {
+		data, err = yaml.Marshal(r)
+	} else {
+		data, err = json.Marshal(r)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, err)
 	}
@@ -438,8 +468,20 @@ func (s *Store) Update(ctx context.Context, r *model.Release) error {
 		return fmt.Errorf("update release: %w", err)
 	}
 	key := s.releaseKey(r.Project, r.Workspace, r.Revision)
-	stored, err := s.Get(ctx, r.Project, r.Workspace, r.Revision)
+	data, err := s.obj.read(ctx, key)
+	if errors.Is(err, errObjectMissing) {
+		err = ErrNotFound
+	}
 	if err != nil {
+		return fmt.Errorf("update release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, err)
+	}
+	// Only whether someone else ended it matters here: the rest of the
+	// stored release is not decoded.
+	var stored struct {
+		Phase   model.Phase `json:"phase"`
+		Message string      `json:"message"`
+	}
+	if err := decodeInto(key, data, &stored); err != nil {
 		return fmt.Errorf("update release: %w", err)
 	}
 	if stored.Phase.Ended() && isTakeover(stored.Message) {
@@ -448,8 +490,7 @@ func (s *Store) Update(ctx context.Context, r *model.Release) error {
 		return fmt.Errorf("update release %s/%s/%d: %w: %s", r.Project, r.Workspace, r.Revision, ErrSuperseded, stored.Message)
 	}
 	r.ModifiedTime = s.now().Truncate(time.Second)
-	data, err := encodeRelease(r)
-	if err != nil {
+	if data, err = encodeRelease(r); err != nil {
 		return err
 	}
 	if err := s.obj.write(ctx, key, data, false); err != nil {

@@ -158,6 +158,7 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		return finish(err)
 	}
 	desiredIdx := st.Spec.Resources.Index()
+	refs := model.NewReferenceIndex(idsOf(st.Spec.Resources))
 	var appliedMu sync.Mutex
 	applied := map[string]*model.Resource{}
 	priorIdx := rel.State.Resources.Index()
@@ -169,12 +170,12 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 			appliedMu.Lock()
 			applied[id] = cur
 			appliedMu.Unlock()
-			saver.put(*cur)
+			saver.put(withApplied(*cur, step.fingerprint))
 			return nil
 		}
 		desired := st.Spec.Resources[desiredIdx[id]]
 		appliedMu.Lock()
-		resolved, unknown := resolveReferences(desired, st.Spec.Resources, func(ref string) *model.Resource { return applied[ref] })
+		resolved, unknown := resolveReferences(desired, refs, func(ref string) *model.Resource { return applied[ref] })
 		appliedMu.Unlock()
 		if unknown {
 			return fail(id, fmt.Errorf("%s: a $kusion_path it uses has no value after its source was applied", id))
@@ -189,14 +190,21 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		}
 		log.Info("applying", "id", id, "action", step.Action)
 		out, err := rt.Apply(ctx, priorRes, resolved, false)
-		if out != nil {
-			// A failed apply may still have changed something (a Terraform
-			// resource created, then tainted): record it.
-			saver.put(*out)
-		}
 		if err != nil {
+			if out != nil {
+				// A failed apply may still have changed something (a
+				// Terraform resource created, then tainted): record it, but
+				// not as this spec's doing.
+				saver.put(*out)
+			}
 			return fail(id, err) // runtimes name the resource and the verb
 		}
+		paths, err := sensitivePaths(ctx, rt, desired)
+		if err != nil {
+			saver.put(*out)
+			return fail(id, err)
+		}
+		saver.put(withApplied(*out, appliedFingerprint(model.WithSensitivePaths(resolved, paths))))
 		appliedMu.Lock()
 		applied[id] = out
 		appliedMu.Unlock()

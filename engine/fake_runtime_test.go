@@ -17,10 +17,12 @@ type fakeRuntime struct {
 	failOn  map[string]bool
 	block   map[string]bool
 	applied []string
+	// dryRuns counts the dry runs asked of each id.
+	dryRuns map[string]int
 }
 
 func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{objects: map[string]map[string]any{}, failOn: map[string]bool{}, block: map[string]bool{}}
+	return &fakeRuntime{objects: map[string]map[string]any{}, failOn: map[string]bool{}, block: map[string]bool{}, dryRuns: map[string]int{}}
 }
 
 func (f *fakeRuntime) Read(_ context.Context, _ *model.Resource, r model.Resource) (*model.Resource, error) {
@@ -37,6 +39,9 @@ func (f *fakeRuntime) Read(_ context.Context, _ *model.Resource, r model.Resourc
 func (f *fakeRuntime) Apply(ctx context.Context, _ *model.Resource, r model.Resource, dryRun bool) (*model.Resource, error) {
 	f.mu.Lock()
 	fail, block := f.failOn[r.ID], f.block[r.ID]
+	if dryRun {
+		f.dryRuns[r.ID]++
+	}
 	f.mu.Unlock()
 	if !dryRun && block {
 		<-ctx.Done()

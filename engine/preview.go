@@ -41,6 +41,10 @@ type Step struct {
 	Replace []string `json:"replace,omitempty"`
 	// Error explains why this resource could not be previewed.
 	Error string `json:"error,omitempty"`
+
+	// fingerprint identifies the resolved spec this step planned
+	// (appliedFingerprint); an apply records it with the object.
+	fingerprint string
 }
 
 // Preview is the three-way difference of one stack: desired spec, prior
@@ -150,6 +154,15 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 	stateIdx, specIdx := priorState.Index(), priorSpec.Index()
 	desiredIdx := st.Spec.Resources.Index()
 
+	var gone model.Resources
+	for _, r := range priorState {
+		if _, ok := desiredIdx[r.ID]; !ok {
+			gone = append(gone, r)
+		}
+	}
+	e.prefetch(ctx, append(append(model.Resources(nil), st.Spec.Resources...), gone...))
+
+	refs := model.NewReferenceIndex(idsOf(st.Spec.Resources))
 	var mu sync.Mutex
 	live := map[string]*model.Resource{}
 	steps := map[string]*Step{}
@@ -163,7 +176,7 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 			priorSpecRes = &priorSpec[i]
 		}
 		mu.Lock()
-		resolved, unknown := resolveReferences(desired, st.Spec.Resources, func(ref string) *model.Resource { return live[ref] })
+		resolved, unknown := resolveReferences(desired, refs, func(ref string) *model.Resource { return live[ref] })
 		depCreated := false
 		for _, dep := range g.Dependencies(id) {
 			if s := steps[dep]; s != nil && s.Action == Create {
@@ -202,12 +215,6 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 
 	// Resources the prior release holds that the spec no longer has are deleted,
 	// dependents first.
-	var gone model.Resources
-	for _, r := range priorState {
-		if _, ok := desiredIdx[r.ID]; !ok {
-			gone = append(gone, r)
-		}
-	}
 	if len(gone) > 0 {
 		dg, err := graph.New(withinDependencies(gone))
 		if err != nil {
@@ -268,6 +275,14 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 
 	var planned *model.Resource
 	if !unknown {
+		step.fingerprint = appliedFingerprint(resolved)
+	}
+	if e.unchanged(rt, prior, priorSpec, cur, step.fingerprint) {
+		// The object is as this very spec left it and nobody moved what the
+		// spec sets: a dry run would only confirm it. Skipping it makes a
+		// preview cost what changed, not what exists.
+		planned = ptr(cur.DeepCopy())
+	} else if !unknown {
 		planned, err = rt.Apply(ctx, prior, resolved, true)
 		if err != nil {
 			// An object whose namespace or definition is created by this same
@@ -318,21 +333,57 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 		}
 	}
 	if prior != nil {
-		template := any(prior.Attributes)
-		if priorSpec != nil {
-			template = model.Redact(*priorSpec).Attributes
-		}
-		was, _ := Project(model.Redact(*prior).Attributes, template).(map[string]any)
 		if cur == nil {
 			step.Drift = []FieldChange{{Path: ".", Op: "remove", From: "deleted outside of a release"}}
-		} else {
-			now, _ := Project(cur.Attributes, template).(map[string]any)
-			if step.Drift, err = Diff(e.compared(was), e.compared(now)); err != nil {
-				return fail(err)
-			}
+		} else if step.Drift, err = e.drift(prior, priorSpec, cur); err != nil {
+			return fail(err)
 		}
 	}
 	return step, cur, planned, nil
+}
+
+// prefetch hands each runtime that reads in bulk the resources a preview
+// is about to read.
+func (e *Engine) prefetch(ctx context.Context, rs model.Resources) {
+	byRuntime := map[model.ResourceType]model.Resources{}
+	for _, r := range rs {
+		byRuntime[r.Type] = append(byRuntime[r.Type], r)
+	}
+	for typ, list := range byRuntime {
+		if pf, ok := e.Runtimes[typ].(Prefetcher); ok {
+			pf.Prefetch(ctx, list)
+		}
+	}
+}
+
+// drift is what changed on the live object cur since the prior release
+// recorded it, in the fields the prior spec sets.
+func (e *Engine) drift(prior, priorSpec, cur *model.Resource) ([]FieldChange, error) {
+	template := any(prior.Attributes)
+	if priorSpec != nil {
+		template = model.Redact(*priorSpec).Attributes
+	}
+	was, _ := Project(model.Redact(*prior).Attributes, template).(map[string]any)
+	now, _ := Project(cur.Attributes, template).(map[string]any)
+	return Diff(e.compared(was), e.compared(now))
+}
+
+// unchanged says whether applying the spec of fingerprint fp would leave
+// cur as it is: the prior release records that this spec made the object,
+// and the object is as recorded: in the fields the spec sets, for a runtime
+// that applies only those; whole, for any other.
+func (e *Engine) unchanged(rt Runtime, prior, priorSpec, cur *model.Resource, fp string) bool {
+	if prior == nil || cur == nil || fp == "" {
+		return false
+	}
+	if recorded, _ := prior.Extensions[model.AppliedExtension].(string); recorded != fp {
+		return false
+	}
+	if fs, ok := rt.(FieldScoped); ok && fs.SpecFieldsOnly() {
+		d, err := e.drift(prior, priorSpec, cur)
+		return err == nil && len(d) == 0
+	}
+	return Equal(e.compared(model.Redact(*prior).Attributes), e.compared(cur.Attributes))
 }
 
 // compared is attrs without the fields the engine is told to ignore (ones a

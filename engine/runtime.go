@@ -29,6 +29,23 @@ type Runtime interface {
 	Watch(ctx context.Context, r model.Resource) error
 }
 
+// Prefetcher is implemented by runtimes that read many objects faster at
+// once than one by one (Kubernetes: one LIST per namespace and kind instead
+// of a GET per object). A preview hands it every resource it is about to
+// read; Read then answers from what was fetched.
+type Prefetcher interface {
+	Prefetch(ctx context.Context, rs []model.Resource)
+}
+
+// FieldScoped is implemented by runtimes whose apply sets only the fields a
+// spec gives and leaves every other field to whoever set it (Kubernetes
+// server-side apply). For them a field a controller added is no reason to
+// apply again; for the others (a Terraform plan reverts what its
+// configuration does not hold) the whole object must be as recorded.
+type FieldScoped interface {
+	SpecFieldsOnly() bool
+}
+
 // SensitivePather is implemented by runtimes that know, before reading
 // anything, which attributes of a resource hold secrets (a Terraform
 // provider's schema). The engine masks those paths in every view of the spec,

@@ -14,7 +14,9 @@ import (
 // are coalesced: at most one write is in flight, and a write always carries
 // every result recorded before it started, so a crash loses at most what was
 // finishing at that moment while a 1,000-resource apply does not rewrite the
-// release 1,000 times over a slow store.
+// release 1,000 times over a slow store. Saves are also paced: after one,
+// the next waits a few times as long as it took, so that saving never takes
+// more than a small share of the time (and the CPU) the apply has.
 type stateSaver struct {
 	store ReleaseStore
 	log   *slog.Logger
@@ -27,11 +29,23 @@ type stateSaver struct {
 	rel *model.Release
 
 	kick chan struct{}
-	done chan struct{}
+	// finishing cuts a pause short: the final write follows at once.
+	finishing chan struct{}
+	done      chan struct{}
 }
 
+// Pacing of saves: the pause after a save is savePace times what it took,
+// within these bounds. A crash loses at most what finished during the
+// pause; the next run finds those objects live and applies them again,
+// which changes nothing.
+const (
+	savePace     = 4
+	minSavePause = time.Second
+	maxSavePause = 10 * time.Second
+)
+
 func newStateSaver(store ReleaseStore, rel *model.Release, log *slog.Logger, lost func(error)) *stateSaver {
-	s := &stateSaver{store: store, log: log, rel: rel, lost: lost, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &stateSaver{store: store, log: log, rel: rel, lost: lost, kick: make(chan struct{}, 1), finishing: make(chan struct{}), done: make(chan struct{})}
 	go s.loop()
 	return s
 }
@@ -39,6 +53,7 @@ func newStateSaver(store ReleaseStore, rel *model.Release, log *slog.Logger, los
 func (s *stateSaver) loop() {
 	defer close(s.done)
 	for range s.kick {
+		start := time.Now()
 		snap := s.snapshot()
 		err := s.store.Update(context.Background(), snap)
 		switch {
@@ -47,6 +62,14 @@ func (s *stateSaver) loop() {
 			s.lostOnce.Do(func() { s.lost(err) })
 		case err != nil:
 			s.log.Warn("saving release state failed; retried on the next change", "error", err)
+		}
+		pause := min(max(savePace*time.Since(start), minSavePause), maxSavePause)
+		select {
+		case <-time.After(pause):
+		case <-s.finishing:
+			// finish writes everything there is; a save now would be
+			// overwritten at once.
+			return
 		}
 	}
 }
@@ -138,6 +161,7 @@ func (s *stateSaver) replaceState(st *model.State) {
 
 // finish stops the background saves and writes the final phase.
 func (s *stateSaver) finish(ctx context.Context, ok bool, msg string, now time.Time) error {
+	close(s.finishing)
 	close(s.kick)
 	<-s.done
 	s.mu.Lock()

@@ -361,6 +361,9 @@ start() {
     >"$RUN/etcd.log" 2>&1 &
   echo $! >>"$RUN/pids"
 
+  # The Service range holds 65,534 addresses, as a real cluster's does: the
+  # benchmarks create hundreds of Services at once. It stays clear of kwok's
+  # pod range (10.0.0.0/24).
   # WatchList=false: with it on, a 1.32 API server turns every watch from
   # resourceVersion ""/"0" into a watch-list, which needs etcd's progress
   # requests (etcd >= 3.4.31); Debian's 3.4.23 refuses, so such watches (kwok's
@@ -369,7 +372,7 @@ start() {
   "$BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$p_etcd" --bind-address=127.0.0.1 \
     --advertise-address=127.0.0.1 --secure-port="$p_api" --cert-dir="$RUN/certs" \
     --service-account-issuer="https://127.0.0.1:$p_api" --service-account-key-file="$RUN/sa.key" \
-    --service-account-signing-key-file="$RUN/sa.key" --service-cluster-ip-range=10.0.0.0/24 \
+    --service-account-signing-key-file="$RUN/sa.key" --service-cluster-ip-range=10.96.0.0/16 \
     --authorization-mode=RBAC --token-auth-file="$RUN/tokens.csv" --allow-privileged=true \
     --endpoint-reconciler-type=none \
     --feature-gates=WatchList=false >"$RUN/kube-apiserver.log" 2>&1 &

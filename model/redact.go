@@ -32,12 +32,19 @@ const StateExtension = "kusionpr.io/state"
 // that force the object to be destroyed and created again.
 const ReplacePathsExtension = "kusionpr.io/replace-paths"
 
+// AppliedExtension, on a resource of a release's state, identifies the
+// spec (resolved and redacted) whose apply left the object so: a preview
+// that finds the same spec and the object as recorded knows, without asking
+// the runtime, that applying again would change nothing.
+const AppliedExtension = "kusionpr.io/applied"
+
 // Public returns r as people may see it: sensitive values fingerprinted and
 // the runtime's private state left out.
 func Public(r Resource) Resource {
 	out := Redact(r)
 	delete(out.Extensions, StateExtension)
 	delete(out.Extensions, ReplacePathsExtension)
+	delete(out.Extensions, AppliedExtension)
 	if len(out.Extensions) == 0 {
 		out.Extensions = nil
 	}

@@ -297,6 +297,27 @@ func (l *lazy) Watch(ctx context.Context, r model.Resource) error {
 	return rt.Watch(ctx, r)
 }
 
+// Prefetch is passed on: a preview that prefetches is about to read, so
+// building the runtime now costs nothing extra.
+func (l *lazy) Prefetch(ctx context.Context, rs []model.Resource) {
+	rt, err := l.get(ctx)
+	if err != nil {
+		return // Read reports it
+	}
+	if pf, ok := rt.(engine.Prefetcher); ok {
+		pf.Prefetch(ctx, rs)
+	}
+}
+
+func (l *lazy) SpecFieldsOnly() bool {
+	rt, err := l.get(context.Background())
+	if err != nil {
+		return false
+	}
+	fs, ok := rt.(engine.FieldScoped)
+	return ok && fs.SpecFieldsOnly()
+}
+
 func (l *lazy) SensitivePaths(ctx context.Context, r model.Resource) ([]string, error) {
 	rt, err := l.get(ctx)
 	if err != nil {

@@ -44,13 +44,14 @@ func orderByKind(rs model.Resources) {
 	// deps holds every edge, explicit and implied, so the cycle check sees
 	// what the engine will.
 	deps := make([][]int, len(rs))
+	refs := model.NewReferenceIndex(ids)
 	for i, r := range rs {
 		for _, d := range r.DependsOn {
 			if j, ok := pos[d]; ok {
 				deps[i] = append(deps[i], j)
 			}
 		}
-		for _, ref := range model.References(r.Attributes, ids) {
+		for _, ref := range refs.References(r.Attributes) {
 			if j, ok := pos[ref.ResourceID]; ok && j != i {
 				deps[i] = append(deps[i], j)
 			}

@@ -63,6 +63,7 @@ func New(resources model.Resources) (*Graph, error) {
 	}
 
 	namespaces, crds := kubernetesProviders(resources)
+	refs := model.NewReferenceIndex(g.ids)
 	for i, r := range resources {
 		edges := map[int]bool{}
 		for _, d := range r.DependsOn {
@@ -72,7 +73,7 @@ func New(resources model.Resources) (*Graph, error) {
 			}
 			edges[j] = true
 		}
-		for _, ref := range model.References(r.Attributes, g.ids) {
+		for _, ref := range refs.References(r.Attributes) {
 			if ref.ResourceID != "" {
 				edges[g.index[ref.ResourceID]] = true
 			}

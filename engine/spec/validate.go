@@ -20,11 +20,14 @@ func Validate(name string, s *model.Spec) error {
 	}
 	// Resources without an id are reported below; they cannot be referred to.
 	ids := make([]string, 0, len(s.Resources))
+	known := make(map[string]bool, len(s.Resources))
 	for _, r := range s.Resources {
 		if r.ID != "" {
 			ids = append(ids, r.ID)
+			known[r.ID] = true
 		}
 	}
+	refs := model.NewReferenceIndex(ids)
 	first := map[string]int{}
 	var errs []error
 	for i, r := range s.Resources {
@@ -38,11 +41,11 @@ func Validate(name string, s *model.Spec) error {
 		}
 		errs = append(errs, checkType(where, r)...)
 		for _, d := range r.DependsOn {
-			if !contains(ids, d) {
+			if !known[d] {
 				errs = append(errs, fmt.Errorf("%s: dependsOn %q names no resource in the spec", where, d))
 			}
 		}
-		errs = append(errs, checkReferences(where, r, ids)...)
+		errs = append(errs, checkReferences(where, r, refs)...)
 	}
 	if err := checkCycles(s.Resources, first); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -119,10 +122,10 @@ func describe(v any, present bool) string {
 
 // checkReferences reports $kusion_path strings that match no resource: at
 // apply time they could never be replaced by a live value.
-func checkReferences(where string, r model.Resource, ids []string) []error {
+func checkReferences(where string, r model.Resource, refs *model.ReferenceIndex) []error {
 	seen := map[string]bool{}
 	var unresolved []string
-	for _, ref := range model.References(r.Attributes, ids) {
+	for _, ref := range refs.References(r.Attributes) {
 		if ref.ResourceID == "" && !seen[ref.Raw] {
 			seen[ref.Raw] = true
 			unresolved = append(unresolved, ref.Raw)

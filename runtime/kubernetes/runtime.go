@@ -37,6 +37,8 @@ type Runtime struct {
 	log       *slog.Logger
 	dynamic   dynamic.Interface
 	discovery *discoveryCache
+	// fetched holds what Prefetch listed, until Read takes it.
+	fetched prefetched
 }
 
 // New connects lazily: no request is made until the first operation.
@@ -76,6 +78,12 @@ func (r *Runtime) client(t target) dynamic.ResourceInterface {
 // Read returns the live object, or nil when it does not exist or its kind is
 // not (yet) served.
 func (r *Runtime) Read(ctx context.Context, prior *model.Resource, res model.Resource) (*model.Resource, error) {
+	if obj, ok := r.fetched.take(res.ID); ok {
+		if obj == nil {
+			return nil, nil
+		}
+		return result(res, obj), nil
+	}
 	obj, err := r.get(ctx, res.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", res.ID, err)
@@ -104,6 +112,11 @@ func (r *Runtime) get(ctx context.Context, id string) (map[string]any, error) {
 	}
 	return u.Object, nil
 }
+
+// SpecFieldsOnly: server-side apply sets the fields a spec gives and no
+// others, so fields a controller or a person added elsewhere do not make
+// an object differ from what applying its spec again would give.
+func (r *Runtime) SpecFieldsOnly() bool { return true }
 
 // Apply server-side applies desired (with Force per Config) and returns the
 // server's answer. With dryRun the server computes the result (defaults,

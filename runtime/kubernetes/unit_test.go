@@ -347,15 +347,18 @@ func TestConfigFromContext(t *testing.T) {
 		t.Errorf("got %+v", c)
 	}
 	d := Config{}.withDefaults()
-	if d.FieldManager != "kusionpr" || d.ReadyTimeout != 5*time.Minute || d.QPS != 200 || d.Burst != 400 || d.Logger == nil {
-		t.Errorf("defaults %+v", d)
+	if d.FieldManager != "kusionpr" || d.ReadyTimeout != 5*time.Minute || d.QPS >= 0 || d.Logger == nil {
+		t.Errorf("defaults %+v (want no client-side rate limit: a negative QPS)", d)
+	}
+	if l := (Config{QPS: 50}).withDefaults(); l.QPS != 50 || l.Burst != 100 {
+		t.Errorf("QPS 50 gives %v/%v, want 50/100", l.QPS, l.Burst)
 	}
 	if _, err := (Config{KubeconfigContent: "{not yaml"}).withDefaults().restConfig(); err == nil {
 		t.Error("bad content accepted")
 	}
 	content := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://content:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
 	rc, err := (Config{KubeconfigContent: content, Kubeconfig: "/does/not/exist"}).withDefaults().restConfig()
-	if err != nil || rc.Host != "https://content:1" || rc.QPS != 200 {
+	if err != nil || rc.Host != "https://content:1" || rc.QPS >= 0 {
 		t.Errorf("content did not win: %v %+v", err, rc)
 	}
 }
