@@ -43,4 +43,3 @@ func withApplied(r model.Resource, fp string) model.Resource {
 	r.Extensions = ext
 	return r
 }
-
