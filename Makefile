@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := hack/testenv.sh
 
-.PHONY: build test unit testenv testenv-stop demo vet
+.PHONY: build test unit testenv testenv-stop demo vet bench
 
 build:
 	$(GO) build ./...
@@ -32,3 +32,14 @@ testenv-stop:
 # the comment a pull request would get and where the release was saved.
 demo:
 	bash hack/demo.sh
+
+# Every benchmark scenario against the real test environment, each with its
+# reference measured in the same run; prints the table and writes
+# $(BENCH_OUT). BENCHTIME=1x for a quick look.
+BENCHTIME ?= 3x
+BENCH_OUT ?= .bench/results.json
+bench:
+	bash $(TESTENV) start
+	mkdir -p $(dir $(BENCH_OUT))
+	eval "$$(bash $(TESTENV) env)" && set -o pipefail && \
+	  $(GO) test -run '^$$' -bench . -benchtime=$(BENCHTIME) -timeout 90m ./bench/ | $(GO) run ./hack/benchtable -json $(BENCH_OUT)

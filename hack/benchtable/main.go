@@ -1,0 +1,284 @@
+// Command benchtable turns the output of `go test -bench` over bench/ into
+// the table `make bench` prints: each scenario's figure, the reference
+// measured in the same run, their ratio and the target, and whether it was
+// met. It copies its input through, so the raw figures stay visible, and
+// writes every figure and verdict as JSON.
+//
+//	go test -run '^$' -bench . ./bench/ | benchtable -json results.json
+//
+// It exits non-zero when a scenario has no figures (its benchmark failed or
+// did not run); a missed target is reported, not hidden, but is no error.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// target is what a row must achieve.
+type target struct {
+	// kind: "faster" (ref/ours ≥ n), "within" (ours/ref ≤ n), "below"
+	// (ours < n), "equal" (ours == n), "same" (ours == ref).
+	kind string
+	n    float64
+}
+
+func (t target) String() string {
+	switch t.kind {
+	case "faster":
+		return fmt.Sprintf("≥ %g× faster", t.n)
+	case "within":
+		return fmt.Sprintf("≤ %g× the reference", t.n)
+	case "below":
+		return fmt.Sprintf("< %g", t.n)
+	case "equal":
+		return fmt.Sprintf("= %g", t.n)
+	case "same":
+		return "the same as the reference"
+	}
+	return t.kind
+}
+
+// row is one line of the table: a figure of a benchmark against a target.
+type row struct {
+	Scenario  string `json:"scenario"`
+	Benchmark string `json:"benchmark"`
+	Ours      string `json:"ours"`
+	Reference string `json:"reference,omitempty"`
+	// RefName says what the reference is, for people.
+	RefName string `json:"referenceName,omitempty"`
+	Unit    string `json:"unit"`
+	target  target
+}
+
+// rows are the scenarios of issue "Benchmarks", in the order they are read.
+func rows() []row {
+	const (
+		kube = "preview 1,000 Kubernetes objects in 10 namespaces, 10% changed"
+		kapp = "apply the same 1,000 from empty"
+	)
+	return []row{
+		{Scenario: kube, Benchmark: "BenchmarkPreviewKubernetes", Ours: "ours-s", Reference: "kubectl-s", RefName: "kubectl diff --server-side", Unit: "s", target: target{"faster", 5}},
+		{Scenario: kube, Benchmark: "BenchmarkPreviewKubernetes", Ours: "ours-s", Reference: "loop-s", RefName: "minimal Go loop of parallel dry-run applies", Unit: "s", target: target{"within", 1.3}},
+		{Scenario: kapp, Benchmark: "BenchmarkApplyKubernetes", Ours: "ours-s", Reference: "kubectl-s", RefName: "kubectl apply --server-side", Unit: "s", target: target{"faster", 5}},
+		{Scenario: kapp, Benchmark: "BenchmarkApplyKubernetes", Ours: "ours-s", Reference: "loop-s", RefName: "minimal Go loop of parallel applies", Unit: "s", target: target{"within", 1.3}},
+		{Scenario: "apply 50 terraform_data resources", Benchmark: "BenchmarkApplyTerraform", Ours: "ours-s", Reference: "terraform-s", RefName: "terraform apply of one root module", Unit: "s", target: target{"within", 1.5}},
+		{Scenario: "render and split the comment of a 10,000-resource preview", Benchmark: "BenchmarkCommentRender", Ours: "render-s", Unit: "s", target: target{"below", 1}},
+		{Scenario: "… its peak memory", Benchmark: "BenchmarkCommentRender", Ours: "peak-MB", Unit: "MB", target: target{"below", 300}},
+		{Scenario: "webhook acknowledgement, 200 signed requests/s for 10 s while applies run", Benchmark: "BenchmarkWebhookAck", Ours: "p99-ms", Unit: "ms (p99)", target: target{"below", 20}},
+		{Scenario: "… requests lost", Benchmark: "BenchmarkWebhookAck", Ours: "lost-req", Unit: "requests", target: target{"equal", 0}},
+		{Scenario: "latest revision among 1,000 releases on MinIO", Benchmark: "BenchmarkLatestRelease", Ours: "requests@1000", Reference: "requests@10", RefName: "the same among 10 releases", Unit: "requests", target: target{"same", 0}},
+	}
+}
+
+// result is one benchmark's figures.
+type result struct {
+	Name    string             `json:"name"`
+	Metrics map[string]float64 `json:"metrics"`
+}
+
+// parse reads Go's benchmark output: "BenchmarkX-2  1  123 ns/op  4.5 ours-s ...".
+// Failures ("--- FAIL: BenchmarkX") are collected apart.
+func parse(r io.Reader, echo io.Writer) (results map[string]result, failed []string, cpu string, err error) {
+	results = map[string]result{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if echo != nil {
+			fmt.Fprintln(echo, line)
+		}
+		if after, ok := strings.CutPrefix(line, "cpu: "); ok {
+			cpu = strings.TrimSpace(after)
+		}
+		if after, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: "); ok {
+			failed = append(failed, strings.Fields(after)[0])
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(fields[1]); err != nil {
+			continue
+		}
+		name := fields[0]
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i]
+			}
+		}
+		res := result{Name: name, Metrics: map[string]float64{}}
+		for i := 2; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return nil, nil, "", fmt.Errorf("reading %q: %w", line, err)
+			}
+			res.Metrics[fields[i+1]] = v
+		}
+		results[name] = res
+	}
+	return results, failed, cpu, sc.Err()
+}
+
+// verdict is a row with its figures.
+type verdict struct {
+	row
+	Value    *float64 `json:"value"`
+	RefValue *float64 `json:"referenceValue,omitempty"`
+	// Ratio is ours ÷ reference.
+	Ratio  *float64 `json:"ratio,omitempty"`
+	Target string   `json:"target"`
+	Met    bool     `json:"met"`
+}
+
+func judge(r row, results map[string]result) verdict {
+	v := verdict{row: r, Target: r.target.String()}
+	res, ok := results[r.Benchmark]
+	if !ok {
+		return v
+	}
+	ours, ok := res.Metrics[r.Ours]
+	if !ok {
+		return v
+	}
+	v.Value = &ours
+	var ref float64
+	if r.Reference != "" {
+		x, ok := res.Metrics[r.Reference]
+		if !ok {
+			return v
+		}
+		ref = x
+		v.RefValue = &ref
+		if ref != 0 {
+			ratio := ours / ref
+			v.Ratio = &ratio
+		}
+	}
+	switch r.target.kind {
+	case "faster":
+		v.Met = ours > 0 && ref/ours >= r.target.n
+	case "within":
+		v.Met = v.Ratio != nil && *v.Ratio <= r.target.n
+	case "below":
+		v.Met = ours < r.target.n
+	case "equal":
+		v.Met = ours == r.target.n
+	case "same":
+		v.Met = ours == ref
+	}
+	return v
+}
+
+func number(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	x := *v
+	switch {
+	case x == math.Trunc(x) && math.Abs(x) < 1e6:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case math.Abs(x) >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(x, 'f', 3, 64)
+	}
+}
+
+func ratioText(v verdict) string {
+	if v.Ratio == nil {
+		return "—"
+	}
+	if v.target.kind == "faster" && *v.Ratio > 0 {
+		return fmt.Sprintf("%.2f (%.1f× faster)", *v.Ratio, 1 / *v.Ratio)
+	}
+	return fmt.Sprintf("%.2f", *v.Ratio)
+}
+
+// table writes the verdicts as a Markdown table.
+func table(w io.Writer, vs []verdict) {
+	fmt.Fprintln(w, "| scenario | ours | reference | ours ÷ reference | target | met |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, v := range vs {
+		ref := "—"
+		if v.Reference != "" {
+			ref = number(v.RefValue) + " " + v.Unit + " (" + v.RefName + ")"
+		}
+		met := "no"
+		switch {
+		case v.Value == nil:
+			met = "no figure"
+		case v.Met:
+			met = "yes"
+		}
+		fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s |\n", v.Scenario, number(v.Value), v.Unit, ref, ratioText(v), v.Target, met)
+	}
+}
+
+type report struct {
+	Date       time.Time         `json:"date"`
+	Machine    map[string]string `json:"machine"`
+	Verdicts   []verdict         `json:"verdicts"`
+	Benchmarks []result          `json:"benchmarks"`
+	Failed     []string          `json:"failed,omitempty"`
+}
+
+func main() {
+	jsonPath := flag.String("json", "", "also write the figures and verdicts as JSON here")
+	flag.Parse()
+	results, failed, cpu, err := parse(os.Stdin, os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	rep := report{Date: time.Now().UTC(), Failed: failed,
+		Machine: map[string]string{"cpu": cpu, "cores": strconv.Itoa(runtime.NumCPU()), "os": runtime.GOOS + "/" + runtime.GOARCH, "go": runtime.Version()}}
+	missing := 0
+	for _, r := range rows() {
+		v := judge(r, results)
+		if v.Value == nil {
+			missing++
+		}
+		rep.Verdicts = append(rep.Verdicts, v)
+	}
+	for _, r := range rows() {
+		if res, ok := results[r.Benchmark]; ok && !contains(rep.Benchmarks, r.Benchmark) {
+			rep.Benchmarks = append(rep.Benchmarks, res)
+		}
+	}
+	fmt.Printf("\nMeasured %s on %s (%s cores, %s, %s).\n\n", rep.Date.Format("2006-01-02"), cpu, rep.Machine["cores"], rep.Machine["os"], rep.Machine["go"])
+	table(os.Stdout, rep.Verdicts)
+	if *jsonPath != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err == nil {
+			err = os.WriteFile(*jsonPath, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+			os.Exit(1)
+		}
+	}
+	if missing > 0 || len(failed) > 0 {
+		fmt.Fprintf(os.Stderr, "benchtable: %d figure(s) missing; failed: %v\n", missing, failed)
+		os.Exit(1)
+	}
+}
+
+func contains(rs []result, name string) bool {
+	for _, r := range rs {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}

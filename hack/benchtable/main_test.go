@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/kusionpr/kusionpr/bench
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkPreviewKubernetes-2   	       1	8463077138 ns/op	         5.762 kubectl-s	         1.579 loop-s	         1.121 ours-s
+BenchmarkApplyKubernetes-2     	       3	51708337315 ns/op	        27.73 kubectl-s	         2.684 loop-s	         4.849 ours-s
+BenchmarkLatestRelease-2       	       1	         1 ns/op	         3.000 requests@10	         3.000 requests@1000
+--- FAIL: BenchmarkWebhookAck
+PASS
+`
+
+func TestParseAndJudge(t *testing.T) {
+	var echo bytes.Buffer
+	results, failed, cpu, err := parse(strings.NewReader(sample), &echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if echo.String() != sample {
+		t.Error("the input is not copied through")
+	}
+	if cpu != "Intel(R) Xeon(R) Processor" || len(failed) != 1 || failed[0] != "BenchmarkWebhookAck" {
+		t.Errorf("cpu %q, failed %v", cpu, failed)
+	}
+	if got := results["BenchmarkApplyKubernetes"].Metrics["ours-s"]; got != 4.849 {
+		t.Errorf("ours-s = %v", got)
+	}
+	byKey := map[string]verdict{}
+	for _, r := range rows() {
+		v := judge(r, results)
+		byKey[r.Benchmark+"/"+r.Ours+"/"+r.Reference] = v
+	}
+	tests := []struct {
+		key       string
+		met, none bool
+	}{
+		{key: "BenchmarkPreviewKubernetes/ours-s/kubectl-s", met: true}, // 5.14× faster than kubectl
+		{key: "BenchmarkPreviewKubernetes/ours-s/loop-s", met: true},    // 0.71 of the loop
+		{key: "BenchmarkApplyKubernetes/ours-s/loop-s", met: false},     // 1.81 of the loop
+		{key: "BenchmarkLatestRelease/requests@1000/requests@10", met: true},
+		{key: "BenchmarkWebhookAck/p99-ms/", none: true},
+	}
+	for _, tt := range tests {
+		v, ok := byKey[tt.key]
+		if !ok {
+			t.Fatalf("no row %s", tt.key)
+		}
+		if (v.Value == nil) != tt.none || v.Met != tt.met {
+			t.Errorf("%s: value %v met %v; want none=%v met=%v", tt.key, v.Value, v.Met, tt.none, tt.met)
+		}
+	}
+	var out bytes.Buffer
+	table(&out, []verdict{byKey["BenchmarkPreviewKubernetes/ours-s/kubectl-s"], byKey["BenchmarkWebhookAck/p99-ms/"]})
+	for _, want := range []string{"| 1.121 s | 5.762 s (kubectl diff --server-side) | 0.19 (5.1× faster) | ≥ 5× faster | yes |", "no figure"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
