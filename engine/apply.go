@@ -163,7 +163,7 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 	applied := map[string]*model.Resource{}
 	priorIdx := rel.State.Resources.Index()
 	priorState := rel.State.Resources.DeepCopy()
-	results := g.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism()}, func(ctx context.Context, id string) error {
+	results := g.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism(), Unbounded: e.batched(st.Spec.Resources)}, func(ctx context.Context, id string) error {
 		step := p.ChangeSteps[id]
 		if step.Action == UnChanged {
 			cur := p.current[id]

@@ -85,3 +85,19 @@ func (e *Engine) runtime(r model.Resource) (Runtime, error) {
 	}
 	return rt, nil
 }
+
+// batched says, for the walk, which resources of rs belong to a runtime
+// that batches.
+func (e *Engine) batched(rs model.Resources) func(id string) bool {
+	types := make(map[string]model.ResourceType, len(rs))
+	byType := map[model.ResourceType]bool{}
+	for _, r := range rs {
+		types[r.ID] = r.Type
+		if _, asked := byType[r.Type]; !asked {
+			// Only runtimes the stack uses are asked: asking may set one up.
+			b, ok := e.Runtimes[r.Type].(Batcher)
+			byType[r.Type] = ok && b.Batches()
+		}
+	}
+	return func(id string) bool { return byType[types[id]] }
+}

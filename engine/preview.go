@@ -166,7 +166,7 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 	var mu sync.Mutex
 	live := map[string]*model.Resource{}
 	steps := map[string]*Step{}
-	results := g.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism()}, func(ctx context.Context, id string) error {
+	results := g.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism(), Unbounded: e.batched(st.Spec.Resources)}, func(ctx context.Context, id string) error {
 		desired := st.Spec.Resources[desiredIdx[id]]
 		var priorRes, priorSpecRes *model.Resource
 		if i, ok := stateIdx[id]; ok {

@@ -37,6 +37,15 @@ type Prefetcher interface {
 	Prefetch(ctx context.Context, rs []model.Resource)
 }
 
+// Batcher is implemented by runtimes that gather concurrent calls into one
+// run (Terraform: one plan, or one apply, of many resources). The engine
+// lets every ready resource of such a runtime call at once, outside its
+// parallelism: a call waiting for its batch costs nothing, and the batch is
+// the larger for it.
+type Batcher interface {
+	Batches() bool
+}
+
 // FieldScoped is implemented by runtimes whose apply sets only the fields a
 // spec gives and leaves every other field to whoever set it (Kubernetes
 // server-side apply). For them a field a controller added is no reason to

@@ -309,6 +309,15 @@ func (l *lazy) Prefetch(ctx context.Context, rs []model.Resource) {
 	}
 }
 
+func (l *lazy) Batches() bool {
+	rt, err := l.get(context.Background())
+	if err != nil {
+		return false
+	}
+	b, ok := rt.(engine.Batcher)
+	return ok && b.Batches()
+}
+
 func (l *lazy) SpecFieldsOnly() bool {
 	rt, err := l.get(context.Background())
 	if err != nil {

@@ -43,6 +43,11 @@ type WalkOptions struct {
 	// Reverse walks dependents first, as deletion needs: a node runs only
 	// after every node depending on it succeeded.
 	Reverse bool
+	// Unbounded, if set, names the nodes that start as soon as they are
+	// ready, outside Parallelism: calls that only wait for a batch others
+	// run (a Terraform plan of many resources) cost nothing while waiting,
+	// and the batch is the larger for each of them.
+	Unbounded func(id string) bool
 }
 
 type done struct {
@@ -86,7 +91,14 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 	// Buffered for every node so that a finishing fn never blocks, whatever
 	// the loop below is doing.
 	finished := make(chan done, len(g.ids))
-	running := 0
+	running := 0 // bounded calls running
+	free := make([]bool, len(g.ids))
+	if opts.Unbounded != nil {
+		for i, id := range g.ids {
+			free[i] = opts.Unbounded(id)
+		}
+	}
+	inFlight := 0 // all calls running
 
 	// skip marks everything that needs n, transitively, as Skipped because of
 	// cause. Nodes already decided keep their result.
@@ -111,18 +123,29 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 				}
 			}
 		}
-		for !canceled && running < parallelism && ready.Len() > 0 {
+		var held []int // bounded nodes ready while all bounded slots are taken
+		for !canceled && ready.Len() > 0 {
 			n := heap.Pop(ready).(int)
 			if _, decided := results[g.ids[n]]; decided {
 				continue // skipped while it waited
 			}
+			if !free[n] && running >= parallelism {
+				held = append(held, n)
+				continue
+			}
 			started[n] = true
-			running++
+			inFlight++
+			if !free[n] {
+				running++
+			}
 			go func() {
 				finished <- done{node: n, err: call(ctx, fn, g.ids[n])}
 			}()
 		}
-		if running == 0 && (canceled || ready.Len() == 0) {
+		for _, n := range held {
+			heap.Push(ready, n)
+		}
+		if inFlight == 0 && (canceled || ready.Len() == 0) {
 			break
 		}
 		var d done
@@ -135,7 +158,10 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 				continue
 			}
 		}
-		running--
+		inFlight--
+		if !free[d.node] {
+			running--
+		}
 		id := g.ids[d.node]
 		switch {
 		case d.err == nil:

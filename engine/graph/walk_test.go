@@ -77,6 +77,49 @@ func TestWalkParallelismBound(t *testing.T) {
 	}
 }
 
+// TestWalkUnbounded: nodes marked unbounded all run at once, beside the
+// bounded ones, which stay within Parallelism.
+func TestWalkUnbounded(t *testing.T) {
+	var rs model.Resources
+	for i := range 20 {
+		rs = append(rs, plain(fmt.Sprintf("free%02d", i)), plain(fmt.Sprintf("kept%02d", i)))
+	}
+	g := mustNew(t, rs)
+	var freeNow, keptNow, keptPeak atomic.Int64
+	allFree := make(chan struct{})
+	var once sync.Once
+	res := g.Walk(context.Background(), WalkOptions{Parallelism: 2, Unbounded: func(id string) bool { return id[:4] == "free" }},
+		func(ctx context.Context, id string) error {
+			if id[:4] == "free" {
+				// Each free call waits for all twenty: only possible if
+				// they run at once.
+				if freeNow.Add(1) == 20 {
+					once.Do(func() { close(allFree) })
+				}
+				select {
+				case <-allFree:
+					return nil
+				case <-time.After(5 * time.Second):
+					return errors.New("the free nodes did not all run at once")
+				}
+			}
+			n := keptNow.Add(1)
+			for p := keptPeak.Load(); n > p && !keptPeak.CompareAndSwap(p, n); p = keptPeak.Load() {
+			}
+			time.Sleep(time.Millisecond)
+			keptNow.Add(-1)
+			return nil
+		})
+	for id, r := range res {
+		if r.Status != Succeeded {
+			t.Errorf("%s: %+v", id, r)
+		}
+	}
+	if p := keptPeak.Load(); p > 2 {
+		t.Errorf("bounded nodes peaked at %d at once, want at most 2", p)
+	}
+}
+
 // recorder logs start and finish events of fn calls.
 type recorder struct {
 	mu     sync.Mutex

@@ -1,7 +1,9 @@
 // Package terraform is the Terraform runtime: each resource of Kusion's
 // Terraform model (id providerNamespace:providerName:resourceType:name, the
-// provider in extensions) is planned, applied and destroyed in a working
-// folder of its own through terraform-exec, with terraform or tofu.
+// provider in extensions) is planned, applied and destroyed through
+// terraform-exec, with terraform or tofu. Plans, and applies, asked at about
+// the same time run together as one root module (batch.go); each resource
+// keeps a state of its own, and a resource that fails fails alone.
 //
 // The working folders are a cache. A resource's Terraform state is recorded in
 // the release (model.StateExtension) and written back before every command,
@@ -15,7 +17,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -37,6 +38,8 @@ type Runtime struct {
 	// it in a preview: one plan per resource, not two.
 	plansMu sync.Mutex
 	plans   map[[32]byte]*tfjson.Plan
+
+	batches batcher
 }
 
 // New checks that a terraform or tofu binary exists and prepares the cache
@@ -47,8 +50,14 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("terraform runtime: %w", err)
 	}
 	f := newFolders(cfg)
-	return &Runtime{cfg: cfg, folders: f, schemas: newSchemas(f), plans: map[[32]byte]*tfjson.Plan{}}, nil
+	r := &Runtime{cfg: cfg, folders: f, schemas: newSchemas(f), plans: map[[32]byte]*tfjson.Plan{}}
+	r.batches.r = r
+	return r, nil
 }
+
+// Batches: plans and applies asked at about the same time run as one
+// Terraform run (see batch.go).
+func (r *Runtime) Batches() bool { return true }
 
 // Binary is the executable the runtime runs.
 func (r *Runtime) Binary() string { return r.cfg.Binary }
@@ -146,33 +155,12 @@ func (r *Runtime) Apply(ctx context.Context, prior *model.Resource, res model.Re
 		}
 		return op.planned(plan)
 	}
-	var out *model.Resource
-	err := op.run(ctx, r, importID, true, func(w *workdir) error {
-		applyErr := w.tf.Apply(ctx)
-		raw, err := w.rawState()
-		if err != nil {
-			return errors.Join(applyErr, err)
-		}
-		st, err := w.tf.ShowStateFile(ctx, filepath.Join(w.dir, stateFile))
-		if err != nil {
-			if applyErr != nil {
-				return applyErr
-			}
-			return fmt.Errorf("show state: %w", err)
-		}
-		if sr := stateResource(st, op.t.address()); sr != nil {
-			sensitive := union(op.schema.Sensitive, sensitivePaths(decodeSensitivity(sr.SensitiveValues), ""))
-			out = op.result(sr.AttributeValues, sensitive, raw)
-		}
-		if applyErr == nil && out == nil {
-			return errors.New("the state has no object after apply")
-		}
-		return applyErr
-	})
-	if err != nil {
-		return out, op.fail(verb, err)
+	j := &job{op: op, importID: importID}
+	r.batches.do(ctx, applyBatch, j)
+	if j.err != nil {
+		return j.out, op.fail(verb, j.err)
 	}
-	return out, nil
+	return j.out, nil
 }
 
 // Delete destroys what res's recorded state holds; with nothing recorded
@@ -272,20 +260,12 @@ func (op *operation) plan(ctx context.Context, r *Runtime, importID string, keep
 	}
 	r.plansMu.Unlock()
 
-	var plan *tfjson.Plan
-	err = op.run(ctx, r, importID, true, func(w *workdir) error {
-		if _, err := w.tf.Plan(ctx, tfexec.Out(planFile)); err != nil {
-			return err
-		}
-		plan, err = w.tf.ShowPlanFile(ctx, planFile)
-		if err != nil {
-			return fmt.Errorf("show plan: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	j := &job{op: op, importID: importID}
+	r.batches.do(ctx, planBatch, j)
+	if j.err != nil {
+		return nil, j.err
 	}
+	plan := j.plan
 	if keep {
 		r.plansMu.Lock()
 		if len(r.plans) > 1000 {
@@ -297,6 +277,23 @@ func (op *operation) plan(ctx context.Context, r *Runtime, importID string, keep
 		r.plansMu.Unlock()
 	}
 	return plan, nil
+}
+
+// planAlone plans the resource in a folder of its own: what a batch falls
+// back to when its plan fails, so that the error is this resource's.
+func (op *operation) planAlone(ctx context.Context, r *Runtime, importID string) (*tfjson.Plan, error) {
+	var plan *tfjson.Plan
+	err := op.run(ctx, r, importID, true, func(w *workdir) error {
+		if _, err := w.tf.Plan(ctx, tfexec.Out(planFile)); err != nil {
+			return err
+		}
+		var err error
+		if plan, err = w.tf.ShowPlanFile(ctx, planFile); err != nil {
+			return fmt.Errorf("show plan: %w", err)
+		}
+		return nil
+	})
+	return plan, err
 }
 
 // planned is the object a plan would leave.

@@ -40,13 +40,16 @@ type folders struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+	// execs keeps one terraform-exec handle per folder: a handle asks the
+	// binary its version once, a new one before its first command.
+	execs map[string]*tfexec.Terraform
 	// initMu serialises init: the plugin cache is not safe for concurrent
 	// installs.
 	initMu sync.Mutex
 }
 
 func newFolders(cfg Config) *folders {
-	return &folders{cfg: cfg, locks: map[string]*sync.Mutex{}}
+	return &folders{cfg: cfg, locks: map[string]*sync.Mutex{}, execs: map[string]*tfexec.Terraform{}}
 }
 
 func (f *folders) lock(dir string) func() {
@@ -90,12 +93,21 @@ func (f *folders) with(ctx context.Context, key string, config, state []byte, fn
 			return err
 		}
 	}
-	tf, err := tfexec.NewTerraform(dir, f.cfg.Binary)
-	if err != nil {
-		return fmt.Errorf("terraform: %w", err)
-	}
-	if err := tf.SetEnv(f.cfg.environ()); err != nil {
-		return fmt.Errorf("terraform environment: %w", err)
+	// The folder's lock is held: its handle is used by one command at a time.
+	f.mu.Lock()
+	tf := f.execs[dir]
+	f.mu.Unlock()
+	if tf == nil {
+		var err error
+		if tf, err = tfexec.NewTerraform(dir, f.cfg.Binary); err != nil {
+			return fmt.Errorf("terraform: %w", err)
+		}
+		if err := tf.SetEnv(f.cfg.environ()); err != nil {
+			return fmt.Errorf("terraform environment: %w", err)
+		}
+		f.mu.Lock()
+		f.execs[dir] = tf
+		f.mu.Unlock()
 	}
 	return fn(&workdir{dir: dir, tf: tf})
 }

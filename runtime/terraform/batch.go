@@ -1,0 +1,548 @@
+package terraform
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-version"
+	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/kusionpr/kusionpr/model"
+)
+
+// Batches: Kusion's model keeps one Terraform resource per resource of the
+// spec, each with a state of its own, and so does the release. Running each
+// in a folder of its own cost five Terraform processes a resource (version,
+// plan, show, apply, show): 50 terraform_data resources took six seconds
+// where one `terraform apply` of all of them takes a fifth of a second. So
+// the plans, and the applies, asked at about the same time run as one root
+// module holding all their resources, each at its own address, with their
+// states merged into one state file and split again afterwards: the release
+// still records one state per resource, and a resource still fails alone.
+
+// batchWindow is how long a batch waits for more calls after the first: the
+// engine starts every ready resource of a batching runtime at once, so they
+// arrive within microseconds.
+const batchWindow = 20 * time.Millisecond
+
+type batchKind string
+
+const (
+	planBatch  batchKind = "plan"
+	applyBatch batchKind = "apply"
+)
+
+// job is one resource's part of a batch.
+type job struct {
+	op       *operation
+	importID string
+
+	// plan is the batch's plan, in which the resource has its own address.
+	plan *tfjson.Plan
+	// out is what an apply left: the object and its own state.
+	out *model.Resource
+	err error
+}
+
+// batcher gathers jobs into batches.
+type batcher struct {
+	r  *Runtime
+	mu sync.Mutex
+	// open is the batch of each kind still taking jobs.
+	open map[batchKind]*batch
+}
+
+type batch struct {
+	kind batchKind
+	ctx  context.Context
+	jobs []*job
+	done chan struct{}
+}
+
+// do adds j to the open batch of its kind, opening one if needed, and
+// returns when the batch has run.
+func (b *batcher) do(ctx context.Context, kind batchKind, j *job) {
+	b.mu.Lock()
+	if b.open == nil {
+		b.open = map[batchKind]*batch{}
+	}
+	bt := b.open[kind]
+	if bt == nil {
+		// The batch runs under the first job's context: the engine gives
+		// every call of one walk the same one.
+		bt = &batch{kind: kind, ctx: ctx, done: make(chan struct{})}
+		b.open[kind] = bt
+		time.AfterFunc(batchWindow, func() {
+			b.mu.Lock()
+			if b.open[kind] == bt {
+				delete(b.open, kind)
+			}
+			b.mu.Unlock()
+			b.r.runBatch(bt)
+			close(bt.done)
+		})
+	}
+	bt.jobs = append(bt.jobs, j)
+	b.mu.Unlock()
+	<-bt.done
+}
+
+// runBatch runs a batch as groups that can share a root module: one
+// provider source per local name, one version per source, one resource per
+// address.
+func (r *Runtime) runBatch(bt *batch) {
+	sort.Slice(bt.jobs, func(i, k int) bool { return bt.jobs[i].op.res.ID < bt.jobs[k].op.res.ID })
+	var groups [][]*job
+	for _, j := range bt.jobs {
+		placed := false
+		for i, g := range groups {
+			if fits(g, j) {
+				groups[i] = append(g, j)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			groups = append(groups, []*job{j})
+		}
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch bt.kind {
+			case planBatch:
+				r.planGroup(bt.ctx, g)
+			case applyBatch:
+				r.applyGroup(bt.ctx, g)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func fits(g []*job, j *job) bool {
+	t := j.op.t
+	for _, o := range g {
+		u := o.op.t
+		if u.address() == t.address() ||
+			(u.localName == t.localName && u.source != t.source) ||
+			(u.source == t.source && u.version != t.version) {
+			return false
+		}
+	}
+	return true
+}
+
+// module is a group's root module: configuration, merged state, and where
+// each job's provider configuration is.
+type module struct {
+	config []byte
+	state  []byte
+	// providers is each job's provider address in the module's state.
+	providers []string
+	key       string
+}
+
+func (r *Runtime) module(g []*job) (*module, error) {
+	type providerConfig struct {
+		localName string
+		meta      map[string]any
+		alias     string
+	}
+	var configs []*providerConfig
+	required := map[string]any{}
+	resources := map[string]map[string]any{}
+	var imports []any
+	m := &module{providers: make([]string, len(g))}
+	var keys []string
+	for i, j := range g {
+		t := j.op.t
+		pc := (*providerConfig)(nil)
+		if !t.builtin() {
+			req := map[string]any{"source": t.source}
+			if t.version != "" {
+				req["version"] = t.version
+			}
+			required[t.localName] = req
+			aliases := 0
+			for _, c := range configs {
+				if c.localName != t.localName {
+					continue
+				}
+				if jsonEqual(c.meta, t.providerMeta) {
+					pc = c
+					break
+				}
+				aliases++
+			}
+			if pc == nil {
+				pc = &providerConfig{localName: t.localName, meta: t.providerMeta}
+				if aliases > 0 {
+					// Resources of one provider with other settings (another
+					// region) get a provider configuration of their own.
+					pc.alias = fmt.Sprintf("a%d", aliases)
+				}
+				configs = append(configs, pc)
+			}
+		}
+		body := map[string]any{}
+		for k, v := range j.op.res.Attributes {
+			body[k] = v
+		}
+		m.providers[i] = t.providerAddress()
+		if pc != nil {
+			ref := t.localName
+			if pc.alias != "" {
+				ref += "." + pc.alias
+				m.providers[i] += "." + pc.alias
+			}
+			if pc.alias != "" || !strings.HasPrefix(t.resourceType, t.localName+"_") {
+				body["provider"] = ref
+			}
+		}
+		if resources[t.resourceType] == nil {
+			resources[t.resourceType] = map[string]any{}
+		}
+		resources[t.resourceType][t.name] = body
+		if j.importID != "" {
+			imports = append(imports, map[string]any{"to": t.address(), "id": j.importID})
+		}
+		keys = append(keys, t.providerKey(r.cfg.Binary))
+	}
+	doc := map[string]any{"resource": resources}
+	if len(required) > 0 {
+		doc["terraform"] = map[string]any{"required_providers": required}
+	}
+	providers := map[string][]any{}
+	for _, c := range configs {
+		block := map[string]any{}
+		for k, v := range c.meta {
+			block[k] = v
+		}
+		if c.alias != "" {
+			block["alias"] = c.alias
+		}
+		providers[c.localName] = append(providers[c.localName], block)
+	}
+	if len(providers) > 0 {
+		doc["provider"] = providers
+	}
+	if len(imports) > 0 {
+		doc["import"] = imports
+	}
+	var err error
+	if m.config, err = json.MarshalIndent(doc, "", "  "); err != nil {
+		return nil, fmt.Errorf("encode configuration: %w", err)
+	}
+	if m.state, err = mergeStates(g, m.providers); err != nil {
+		return nil, err
+	}
+	sort.Strings(keys)
+	m.key = strings.Join(dedupe(keys), ",")
+	return m, nil
+}
+
+func jsonEqual(a, b map[string]any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func dedupe(sorted []string) []string {
+	out := sorted[:0]
+	for i, s := range sorted {
+		if i == 0 || s != sorted[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// stateFile4 is the part of a state file (format 4) batches rewrite; the
+// rest of each resource entry is kept as it is.
+type stateFile4 struct {
+	Version          int               `json:"version"`
+	TerraformVersion string            `json:"terraform_version"`
+	Serial           int               `json:"serial"`
+	Lineage          string            `json:"lineage"`
+	Outputs          map[string]any    `json:"outputs"`
+	Resources        []json.RawMessage `json:"resources"`
+}
+
+type stateResourceHead struct {
+	Mode     string `json:"mode"`
+	Type     string `json:"type"`
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+}
+
+// mergeStates makes one state of the jobs' own, each resource's provider
+// set to the one it has in the module. The oldest Terraform version among
+// them is kept: a newer binary reads an older state, not the other way.
+func mergeStates(g []*job, providers []string) ([]byte, error) {
+	merged := stateFile4{Version: 4, Serial: 1, Lineage: "kusionpr-batch", Outputs: map[string]any{}}
+	var oldest *version.Version
+	for i, j := range g {
+		if j.op.state == nil {
+			continue
+		}
+		var s stateFile4
+		if err := json.Unmarshal(j.op.state, &s); err != nil {
+			return nil, fmt.Errorf("state of %s: %w", j.op.res.ID, err)
+		}
+		if v, err := version.NewVersion(s.TerraformVersion); err == nil && (oldest == nil || v.LessThan(oldest)) {
+			oldest, merged.TerraformVersion = v, s.TerraformVersion
+		}
+		if s.Serial > merged.Serial {
+			merged.Serial = s.Serial
+		}
+		for _, raw := range s.Resources {
+			out, err := withProvider(raw, providers[i])
+			if err != nil {
+				return nil, fmt.Errorf("state of %s: %w", j.op.res.ID, err)
+			}
+			merged.Resources = append(merged.Resources, out)
+		}
+	}
+	if len(merged.Resources) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(merged)
+}
+
+// withProvider returns a resource entry of a state with another provider.
+func withProvider(raw json.RawMessage, provider string) (json.RawMessage, error) {
+	var entry map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entry); err != nil {
+		return nil, err
+	}
+	p, err := json.Marshal(provider)
+	if err != nil {
+		return nil, err
+	}
+	entry["provider"] = p
+	return json.Marshal(entry)
+}
+
+// splitState takes j's resource out of a module's state, as the state of a
+// folder of its own would hold it.
+func splitState(raw []byte, j *job) ([]byte, bool, error) {
+	if raw == nil {
+		return nil, false, nil
+	}
+	var s stateFile4
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, false, fmt.Errorf("read state: %w", err)
+	}
+	t := j.op.t
+	out := stateFile4{Version: s.Version, TerraformVersion: s.TerraformVersion, Serial: s.Serial, Lineage: "kusionpr-" + t.address(), Outputs: map[string]any{}}
+	if j.op.state != nil {
+		var own stateFile4
+		if json.Unmarshal(j.op.state, &own) == nil && own.Lineage != "" {
+			out.Lineage = own.Lineage
+		}
+	}
+	for _, r := range s.Resources {
+		var head stateResourceHead
+		if err := json.Unmarshal(r, &head); err != nil {
+			return nil, false, fmt.Errorf("read state: %w", err)
+		}
+		if head.Mode != "managed" || head.Type != t.resourceType || head.Name != t.name {
+			continue
+		}
+		entry, err := withProvider(r, t.providerAddress())
+		if err != nil {
+			return nil, false, fmt.Errorf("read state: %w", err)
+		}
+		out.Resources = append(out.Resources, entry)
+	}
+	if len(out.Resources) == 0 {
+		return nil, false, nil
+	}
+	b, err := json.Marshal(out)
+	return b, true, err
+}
+
+// runGroup writes a group's module into its folder and runs fn there.
+func (r *Runtime) runGroup(ctx context.Context, kind batchKind, m *module, fn func(w *workdir) error) error {
+	return r.folders.with(ctx, string(kind)+" batch "+m.key, m.config, m.state, func(w *workdir) error {
+		if err := r.folders.init(ctx, w, m.key); err != nil {
+			return err
+		}
+		return fn(w)
+	})
+}
+
+// planGroup plans a group in one run. If the plan fails and more than one
+// resource was in it, each is planned on its own, so that the error is
+// the failing resource's and the others still get their plans.
+func (r *Runtime) planGroup(ctx context.Context, g []*job) {
+	m, err := r.module(g)
+	if err == nil {
+		var plan *tfjson.Plan
+		var diags diagnostics
+		err = r.runGroup(ctx, planBatch, m, func(w *workdir) error {
+			if _, err := w.tf.PlanJSON(ctx, &diags, tfexec.Out(planFile)); err != nil {
+				return diags.or(err)
+			}
+			var err error
+			if plan, err = w.tf.ShowPlanFile(ctx, planFile); err != nil {
+				return fmt.Errorf("show plan: %w", err)
+			}
+			return nil
+		})
+		if err == nil {
+			for _, j := range g {
+				j.plan = plan
+			}
+			return
+		}
+	}
+	if len(g) == 1 || ctx.Err() != nil {
+		for _, j := range g {
+			j.err = err
+		}
+		return
+	}
+	for _, j := range g {
+		j.plan, j.err = j.op.planAlone(ctx, r, j.importID)
+	}
+}
+
+// applyGroup applies a group in one run. Each resource's outcome is read
+// from the state the run left and from Terraform's diagnostics, which name
+// the resource they are about: one failing resource fails alone.
+func (r *Runtime) applyGroup(ctx context.Context, g []*job) {
+	m, err := r.module(g)
+	if err != nil {
+		for _, j := range g {
+			j.err = err
+		}
+		return
+	}
+	var diags diagnostics
+	err = r.runGroup(ctx, applyBatch, m, func(w *workdir) error {
+		applyErr := w.tf.ApplyJSON(ctx, &diags)
+		raw, err := w.rawState()
+		if err != nil {
+			return errors.Join(applyErr, err)
+		}
+		var shown *tfjson.State
+		if raw != nil {
+			if shown, err = w.tf.ShowStateFile(ctx, filepath.Join(w.dir, stateFile)); err != nil {
+				return errors.Join(applyErr, fmt.Errorf("show state: %w", err))
+			}
+		}
+		for _, j := range g {
+			own, found, err := splitState(raw, j)
+			if err != nil {
+				j.err = err
+				continue
+			}
+			if found && shown != nil {
+				if sr := stateResource(shown, j.op.t.address()); sr != nil {
+					sensitive := union(j.op.schema.Sensitive, sensitivePaths(decodeSensitivity(sr.SensitiveValues), ""))
+					j.out = j.op.result(sr.AttributeValues, sensitive, own)
+				}
+			}
+			switch mine := diags.about(j.op.t.address()); {
+			case mine != nil:
+				j.err = mine
+			case j.out == nil && applyErr != nil:
+				j.err = diags.or(applyErr)
+			case j.out == nil:
+				j.err = errors.New("the state has no object after apply")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for _, j := range g {
+			if j.err == nil && j.out == nil {
+				j.err = err
+			}
+		}
+	}
+}
+
+// diagnostics reads Terraform's machine-readable output (-json) and keeps
+// its errors, by the resource they name.
+type diagnostics struct {
+	buf    bytes.Buffer
+	parsed bool
+	errs   []diagnostic
+}
+
+type diagnostic struct {
+	address string
+	text    string
+}
+
+func (d *diagnostics) Write(p []byte) (int, error) { return d.buf.Write(p) }
+
+func (d *diagnostics) parse() {
+	if d.parsed {
+		return
+	}
+	d.parsed = true
+	sc := bufio.NewScanner(io.Reader(&d.buf))
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for sc.Scan() {
+		var line struct {
+			Type       string `json:"type"`
+			Diagnostic struct {
+				Severity string `json:"severity"`
+				Summary  string `json:"summary"`
+				Detail   string `json:"detail"`
+				Address  string `json:"address"`
+			} `json:"diagnostic"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Type != "diagnostic" || line.Diagnostic.Severity != "error" {
+			continue
+		}
+		text := strings.TrimSpace("Error: " + line.Diagnostic.Summary + "\n\n" + line.Diagnostic.Detail)
+		d.errs = append(d.errs, diagnostic{address: line.Diagnostic.Address, text: text})
+	}
+}
+
+// about joins the errors naming address.
+func (d *diagnostics) about(address string) error {
+	d.parse()
+	var texts []string
+	for _, e := range d.errs {
+		if e.address == address {
+			texts = append(texts, e.text)
+		}
+	}
+	if len(texts) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(texts, "\n\n"))
+}
+
+// or is Terraform's own account of a failed run, if its output has one,
+// else err.
+func (d *diagnostics) or(err error) error {
+	d.parse()
+	if len(d.errs) == 0 {
+		return err
+	}
+	var texts []string
+	for _, e := range d.errs {
+		texts = append(texts, e.text)
+	}
+	return errors.New(strings.Join(texts, "\n\n"))
+}
