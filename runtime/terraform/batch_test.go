@@ -111,7 +111,9 @@ func jsonSame(t *testing.T, a, b json.RawMessage) bool {
 }
 
 func TestGroups(t *testing.T) {
-	local := func(v string) map[string]any { return map[string]any{"provider": "registry.terraform.io/hashicorp/local/" + v} }
+	local := func(v string) map[string]any {
+		return map[string]any{"provider": "registry.terraform.io/hashicorp/local/" + v}
+	}
 	tests := []struct {
 		name string
 		a, b *job
