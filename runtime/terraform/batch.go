@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -378,7 +379,9 @@ func splitState(raw []byte, j *job) ([]byte, bool, error) {
 
 // runGroup writes a group's module into its folder and runs fn there.
 func (r *Runtime) runGroup(ctx context.Context, kind batchKind, m *module, fn func(w *workdir) error) error {
-	return r.folders.with(ctx, string(kind)+" batch "+m.key, m.config, m.state, func(w *workdir) error {
+	// Plans and applies share the folder: an apply of what was just planned
+	// applies that plan.
+	return r.folders.with(ctx, "batch "+m.key, m.config, m.state, func(w *workdir) error {
 		if err := r.folders.init(ctx, w, m.key); err != nil {
 			return err
 		}
@@ -435,7 +438,21 @@ func (r *Runtime) applyGroup(ctx context.Context, g []*job) {
 	}
 	var diags diagnostics
 	err = r.runGroup(ctx, applyBatch, m, func(w *workdir) error {
-		applyErr := w.tf.ApplyJSON(ctx, &diags)
+		var applyErr error
+		if w.planned {
+			// The preview planned exactly this: apply its plan instead of
+			// planning again. Terraform refuses a plan whose state moved
+			// since; then it is planned again.
+			applyErr = w.tf.ApplyJSON(ctx, &diags, tfexec.DirOrPlan(planFile))
+			if applyErr != nil && strings.Contains(diags.buf.String()+applyErr.Error(), "Saved plan is stale") {
+				diags = diagnostics{}
+				applyErr = w.tf.ApplyJSON(ctx, &diags)
+			}
+		} else {
+			applyErr = w.tf.ApplyJSON(ctx, &diags)
+		}
+		// The plan is spent: a later apply of the same files must plan.
+		_ = os.Remove(filepath.Join(w.dir, planFile))
 		raw, err := w.rawState()
 		if err != nil {
 			return errors.Join(applyErr, err)

@@ -234,8 +234,8 @@ func TestIntegrationBatch(t *testing.T) {
 					t.Fatalf("%s records %d resources in its state (%v), want its own only", r.ID, len(s.Resources), err)
 				}
 			}
-			if n := folders(); n != 1+len(rs)+1+1 {
-				t.Errorf("%d working folders after the apply, want the plan batch's, one per resource of the failed batch, and the apply batch's", n)
+			if n := folders(); n != 1+len(rs)+1 {
+				t.Errorf("%d working folders after the apply, want the batches' (plans and applies share it) and one per resource of the failed batch", n)
 			}
 			if got := applied[0].Attributes["output"]; got != "value-0" {
 				t.Errorf("terraform_data output = %v", got)
@@ -259,5 +259,35 @@ func TestIntegrationBatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSamePlan: a saved plan is applied only when the folder's
+// configuration and state are exactly what it was made from.
+func TestSamePlan(t *testing.T) {
+	config, state := []byte(`{"resource":{}}`), []byte(`{"version":4}`)
+	tests := []struct {
+		name          string
+		files         map[string][]byte
+		config, state []byte
+		want          bool
+	}{
+		{"as planned", map[string][]byte{configFile: config, stateFile: state, planFile: []byte("p")}, config, state, true},
+		{"as planned, no state", map[string][]byte{configFile: config, planFile: []byte("p")}, config, nil, true},
+		{"no plan", map[string][]byte{configFile: config, stateFile: state}, config, state, false},
+		{"another configuration", map[string][]byte{configFile: []byte(`{}`), stateFile: state, planFile: []byte("p")}, config, state, false},
+		{"the state moved", map[string][]byte{configFile: config, stateFile: []byte(`{"version":4,"serial":2}`), planFile: []byte("p")}, config, state, false},
+		{"a state where none was planned", map[string][]byte{configFile: config, stateFile: state, planFile: []byte("p")}, config, nil, false},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		for name, b := range tt.files {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := samePlan(dir, tt.config, tt.state); got != tt.want {
+			t.Errorf("%s: samePlan = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

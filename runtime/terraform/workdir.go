@@ -32,6 +32,9 @@ const (
 type workdir struct {
 	dir string
 	tf  *tfexec.Terraform
+	// planned: the folder holds a plan made from this very configuration
+	// and state, so an apply may apply it instead of planning again.
+	planned bool
 }
 
 // folders hands out working folders, one operation at a time per folder.
@@ -80,10 +83,15 @@ func (f *folders) with(ctx context.Context, key string, config, state []byte, fn
 	}
 	defer release()
 
+	planned := samePlan(dir, config, state)
 	if err := writeFile(filepath.Join(dir, configFile), config); err != nil {
 		return err
 	}
-	for _, name := range []string{stateFile, stateFile + ".backup", planFile} {
+	stale := []string{stateFile, stateFile + ".backup"}
+	if !planned {
+		stale = append(stale, planFile)
+	}
+	for _, name := range stale {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("working folder: %w", err)
 		}
@@ -109,7 +117,23 @@ func (f *folders) with(ctx context.Context, key string, config, state []byte, fn
 		f.execs[dir] = tf
 		f.mu.Unlock()
 	}
-	return fn(&workdir{dir: dir, tf: tf})
+	return fn(&workdir{dir: dir, tf: tf, planned: planned})
+}
+
+// samePlan says whether dir holds a plan of exactly config and state: the
+// files as a plan left them (a plan writes no state), and the plan.
+func samePlan(dir string, config, state []byte) bool {
+	if _, err := os.Stat(filepath.Join(dir, planFile)); err != nil {
+		return false
+	}
+	if old, err := os.ReadFile(filepath.Join(dir, configFile)); err != nil || !bytes.Equal(old, config) {
+		return false
+	}
+	old, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if state == nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return err == nil && bytes.Equal(old, state)
 }
 
 // init installs the providers the configuration needs unless the folder was
