@@ -12,8 +12,6 @@ import (
 	"strings"
 	"text/template"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/templates"
@@ -225,7 +223,7 @@ func attributesYAML(r *model.Resource) string {
 	if r == nil {
 		return ""
 	}
-	b, err := yaml.Marshal(r.Attributes)
+	b, err := marshalYAML(r.Attributes)
 	if err != nil {
 		return err.Error() + "\n"
 	}
