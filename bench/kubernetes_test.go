@@ -191,8 +191,10 @@ func checkPreview(b *testing.B, action, stack, backend string, env []string) {
 // BenchmarkApplyKubernetes applies the 1,000-object stack into empty
 // namespaces: ours (the action's apply: plan by dry-run, apply, record the
 // release; without waiting for readiness, as kubectl does not wait) against
-// `kubectl apply --server-side`, and against the minimal loop of
-// server-side applies.
+// `kubectl apply --server-side`, against the minimal loop of server-side
+// applies, and against the least any tool that checks every object before
+// changing any must do: the minimal loop's dry runs, then its applies
+// ("checked-s").
 func BenchmarkApplyKubernetes(b *testing.B) {
 	kc := testenv.Kubeconfig(b)
 	action, minimal := binary(b, "../cmd/action"), binary(b, "./testdata/minimal")
@@ -208,7 +210,7 @@ func BenchmarkApplyKubernetes(b *testing.B) {
 		}
 	})
 	c := &contenders{
-		names: []string{"ours", "kubectl", "loop"},
+		names: []string{"ours", "kubectl", "loop", "checked"},
 		setup: func(b *testing.B, name string, n int) {
 			if last != "" {
 				deleteNamespaces(b, kc, last)
@@ -228,6 +230,11 @@ func BenchmarkApplyKubernetes(b *testing.B) {
 			},
 			"loop": func(b *testing.B, _ int) time.Duration {
 				return command{name: minimal, args: []string{"-kubeconfig", kc, "-f", targets["loop"].manifests, "-parallelism", parallelism}}.run(b)
+			},
+			"checked": func(b *testing.B, _ int) time.Duration {
+				m := targets["checked"].manifests
+				return command{name: minimal, args: []string{"-kubeconfig", kc, "-f", m, "-dry-run", "-parallelism", parallelism}}.run(b) +
+					command{name: minimal, args: []string{"-kubeconfig", kc, "-f", m, "-parallelism", parallelism}}.run(b)
 			},
 		},
 	}

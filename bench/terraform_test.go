@@ -14,9 +14,12 @@ import (
 const terraformResources = 50
 
 // BenchmarkApplyTerraform applies 50 terraform_data resources from nothing:
-// ours (a spec of 50 Terraform resources: one working folder each, in
-// parallel, with a state per resource kept in the release) against one
-// `terraform apply` of a root module holding the same 50. Both are timed
+// ours (a spec of 50 Terraform resources, planned and applied as one batch,
+// with a state per resource kept in the release) against one `terraform
+// apply` of a root module holding the same 50, and against what a tool that
+// shows the plan before applying it must do at the least, as Atlantis does:
+// `terraform plan -out`, `terraform show -json` of it, `terraform apply` of
+// the saved plan ("planned-s"). All are timed
 // warm, as a runner with a cache runs them: our working folders and the
 // reference's are initialised once, untimed, and every timed run starts
 // with no state.
@@ -54,7 +57,7 @@ func BenchmarkApplyTerraform(b *testing.B) {
 	reference("init", "-input=false").run(b)
 
 	c := &contenders{
-		names: []string{"ours", "terraform"},
+		names: []string{"ours", "terraform", "planned"},
 		run: map[string]func(*testing.B, int) time.Duration{
 			"ours": func(b *testing.B, n int) time.Duration {
 				return ours(fmt.Sprintf("run%d", n)).run(b)
@@ -64,6 +67,14 @@ func BenchmarkApplyTerraform(b *testing.B) {
 					os.Remove(filepath.Join(root, f))
 				}
 				return reference("apply", "-auto-approve", "-input=false").run(b)
+			},
+			"planned": func(b *testing.B, _ int) time.Duration {
+				for _, f := range []string{"terraform.tfstate", "terraform.tfstate.backup"} {
+					os.Remove(filepath.Join(root, f))
+				}
+				return reference("plan", "-out=tfplan", "-input=false").run(b) +
+					reference("show", "-json", "tfplan").run(b) +
+					reference("apply", "-input=false", "tfplan").run(b)
 			},
 		},
 	}
