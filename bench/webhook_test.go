@@ -148,7 +148,7 @@ type botWorld struct {
 	tree        string // the repository's files, rewritten for each merge
 	ns          string
 	url         string
-	logs        *logBuffer
+	logs        *testenv.LogBuffer
 }
 
 func startBotWorld(b *testing.B) *botWorld {
@@ -156,7 +156,7 @@ func startBotWorld(b *testing.B) *botWorld {
 	kc := testenv.Kubeconfig(b)
 	bin := binary(b, "../cmd/bot")
 	w := &botWorld{gh: githubfake.New(b), owner: "Codertocat", repo: "Hello-World", tree: b.TempDir(),
-		ns: "wh-" + suffix(), logs: &logBuffer{}}
+		ns: "wh-" + suffix(), logs: &testenv.LogBuffer{}}
 	bucket := testenv.S3(b).NewBucket(b) // sets the S3 credentials in the environment
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -497,22 +497,4 @@ func (w *botWorld) waitFor(b *testing.B, what string, limit time.Duration, cond 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// logBuffer holds a process's log, written by its pipe and read by waits.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

@@ -75,7 +75,7 @@ type world struct {
 type botProc struct {
 	url  string
 	proc *exec.Cmd
-	logs *lockedWriter
+	logs *testenv.LogBuffer
 }
 
 // worldOption changes the world before the first bot starts.
@@ -155,7 +155,7 @@ func (w *world) start() *botProc {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	b := &botProc{url: "http://" + addr, logs: &lockedWriter{b: &strings.Builder{}}}
+	b := &botProc{url: "http://" + addr, logs: &testenv.LogBuffer{}}
 	b.proc = exec.Command(botBinary(w.t))
 	b.proc.Env = append(append([]string(nil), w.env...), "KUSIONPR_LISTEN="+addr)
 	b.proc.Stderr = b.logs
@@ -182,23 +182,6 @@ func (w *world) logs() string {
 		fmt.Fprintf(&out, "--- bot %d ---\n%s", i, b.logs.String())
 	}
 	return out.String()
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	b  *strings.Builder
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // pullRequest sets up PR number touching the stack, at head.

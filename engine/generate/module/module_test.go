@@ -10,10 +10,10 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/kusionpr/kusionpr/internal/testenv"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -52,24 +52,6 @@ func copyFile(t *testing.T, src string) func(dst string) {
 	}
 }
 
-// logBuffer collects slog output; go-plugin logs from its own goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestGenerate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a module binary")
@@ -79,7 +61,7 @@ func TestGenerate(t *testing.T) {
 	installModule(t, home, "kusionstack", "echo", "0.1.0", buildEcho(t))
 	installModule(t, home, "kusionstack", "notplugin", "0.1.0", copyFile(t, "/bin/true"))
 
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { slog.SetDefault(prev) })
