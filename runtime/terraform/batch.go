@@ -377,17 +377,9 @@ func splitState(raw []byte, j *job) ([]byte, bool, error) {
 	return b, true, err
 }
 
-// runGroup writes a group's module into its folder and runs fn there.
-func (r *Runtime) runGroup(ctx context.Context, kind batchKind, m *module, fn func(w *workdir) error) error {
-	// Plans and applies share the folder: an apply of what was just planned
-	// applies that plan.
-	return r.folders.with(ctx, "batch "+m.key, m.config, m.state, func(w *workdir) error {
-		if err := r.folders.init(ctx, w, m.key); err != nil {
-			return err
-		}
-		return fn(w)
-	})
-}
+// batchFolder names a group's working folder. Plans and applies share it:
+// an apply of what was just planned applies that plan.
+func batchFolder(m *module) string { return "batch " + m.key }
 
 // planGroup plans a group in one run. If the plan fails and more than one
 // resource was in it, each is planned on its own, so that the error is
@@ -397,7 +389,7 @@ func (r *Runtime) planGroup(ctx context.Context, g []*job) {
 	if err == nil {
 		var plan *tfjson.Plan
 		var diags diagnostics
-		err = r.runGroup(ctx, planBatch, m, func(w *workdir) error {
+		err = r.folders.run(ctx, batchFolder(m), m.key, m.config, m.state, func(w *workdir) error {
 			if _, err := w.tf.PlanJSON(ctx, &diags, tfexec.Out(planFile)); err != nil {
 				return diags.or(err)
 			}
@@ -437,7 +429,7 @@ func (r *Runtime) applyGroup(ctx context.Context, g []*job) {
 		return
 	}
 	var diags diagnostics
-	err = r.runGroup(ctx, applyBatch, m, func(w *workdir) error {
+	err = r.folders.run(ctx, batchFolder(m), m.key, m.config, m.state, func(w *workdir) error {
 		var applyErr error
 		if w.planned {
 			// The preview planned exactly this: apply its plan instead of

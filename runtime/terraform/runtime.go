@@ -20,7 +20,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
@@ -233,15 +232,7 @@ func (op *operation) run(ctx context.Context, r *Runtime, importID string, withR
 	if err != nil {
 		return err
 	}
-	return r.folders.with(ctx, op.res.ID, config, op.state, func(w *workdir) error {
-		if err := r.folders.init(ctx, w, op.t.providerKey(r.cfg.Binary)); err != nil {
-			return err
-		}
-		start := time.Now()
-		err := fn(w)
-		r.cfg.Logger.Debug("terraform", "id", op.res.ID, "took", time.Since(start), "failed", err != nil)
-		return err
-	})
+	return r.folders.run(ctx, op.res.ID, op.t.providerKey(r.cfg.Binary), config, op.state, fn)
 }
 
 // plan makes (or, for the dry run after a Read, reuses) the plan of the

@@ -136,6 +136,20 @@ func samePlan(dir string, config, state []byte) bool {
 	return err == nil && bytes.Equal(old, state)
 }
 
+// run runs fn in the folder of key, with config and state written and the
+// providers of providerKey installed.
+func (f *folders) run(ctx context.Context, key, providerKey string, config, state []byte, fn func(w *workdir) error) error {
+	return f.with(ctx, key, config, state, func(w *workdir) error {
+		if err := f.init(ctx, w, providerKey); err != nil {
+			return err
+		}
+		start := time.Now()
+		err := fn(w)
+		f.cfg.Logger.Debug("terraform", "folder", key, "took", time.Since(start), "failed", err != nil)
+		return err
+	})
+}
+
 // init installs the providers the configuration needs unless the folder was
 // initialised for the same ones already.
 func (f *folders) init(ctx context.Context, w *workdir, providerKey string) error {
