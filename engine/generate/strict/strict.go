@@ -114,16 +114,6 @@ func Errors(err error) []*Error {
 	return out
 }
 
-// Value turns node into plain Go values (map[string]any, []any, string,
-// int, float64, bool, nil), checking keys as Decode does.
-func Value(node *yaml.Node, prefix string) (any, error) {
-	var v any
-	if err := Decode(node, prefix, &v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
 type decoder struct {
 	errs []*Error
 }
