@@ -14,6 +14,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 	"sigs.k8s.io/yaml"
 )
@@ -192,12 +193,13 @@ func checked(ctx context.Context, s *Store, where, bucket string) (*Store, error
 	if s.bucket == nil {
 		return s, nil
 	}
-	ok, err := s.bucket.IsAccessible(ctx)
-	if err == nil && ok {
+	// Not bucket.IsAccessible: it trusts the driver's NotFound (see missing).
+	_, _, err := s.bucket.ListPage(ctx, blob.FirstPageToken, 1, nil)
+	if err == nil {
 		return s, nil
 	}
 	_ = s.bucket.Close()
-	if err == nil {
+	if missing(err) {
 		return nil, fmt.Errorf("open backend %s: bucket %q does not exist; create it, or fix the bucket name", where, bucket)
 	}
 	return nil, fmt.Errorf("open backend %s: %w", where, describeAccessError(err, bucket))

@@ -67,6 +67,24 @@ func deniedStatus(err error) bool {
 	return status == http.StatusUnauthorized || status == http.StatusForbidden
 }
 
+// missing reports whether err says the bucket or object is not there.
+// gocloud's s3 driver calls any error whose text holds "301" NotFound (meant
+// for AWS's redirect of a bucket in another region), and request ids are
+// random hex: a refused request would now and then read as a missing object.
+// The HTTP status, when there is one, decides.
+func missing(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch httpStatus(err) {
+	case 0:
+		return gcerrors.Code(err) == gcerrors.NotFound
+	case http.StatusNotFound, http.StatusMovedPermanently:
+		return true
+	}
+	return false
+}
+
 // httpStatus is the status of the HTTP answer under err, 0 if none.
 func httpStatus(err error) int {
 	var aws interface{ HTTPStatusCode() int }

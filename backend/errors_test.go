@@ -2,6 +2,10 @@ package backend
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -39,6 +43,41 @@ func TestAccessErrors(t *testing.T) {
 			want = "open backend " + scheme + "://" + bucket + ": access to bucket \"" + bucket + "\" denied: check the credentials and that they may read and write it"
 			if err == nil || err.Error() != want {
 				t.Errorf("bad credentials:\n got %v\nwant %s", err, want)
+			}
+		})
+	}
+}
+
+// TestRefusalIsNeverMissing: an S3 server's refusal must not read as a
+// missing bucket or object, whatever its request id says. gocloud's s3 driver
+// calls any error whose text holds "301" NotFound; MinIO's ids are random hex,
+// so one Open in a few hundred against a real MinIO hit it. A missing release
+// read as "none yet" could be written over; this server pins the id.
+func TestRefusalIsNeverMissing(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		code   string
+		want   string
+	}{
+		{"denied", http.StatusForbidden, "AccessDenied", `open backend s3://releases: access to bucket "releases" denied: check the credentials and that they may read and write it`},
+		{"bad signature", http.StatusForbidden, "SignatureDoesNotMatch", `open backend s3://releases: access to bucket "releases" denied: check the credentials and that they may read and write it`},
+		{"missing", http.StatusNotFound, "NoSuchBucket", `open backend s3://releases: bucket "releases" does not exist; create it, or fix the bucket name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("x-amz-request-id", "1873013010301")
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(tt.status)
+				fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>refused</Message><RequestId>1873013010301</RequestId></Error>`, tt.code)
+			}))
+			defer srv.Close()
+			t.Setenv("AWS_ACCESS_KEY_ID", "id")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+			_, err := Open(context.Background(), "s3://releases?region=us-east-1&use_path_style=true&endpoint="+url.QueryEscape(srv.URL))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("got  %v\nwant %s", err, tt.want)
 			}
 		})
 	}

@@ -48,7 +48,11 @@ type bucketObjects struct{ b *blob.Bucket }
 func (o bucketObjects) exists(ctx context.Context, key string) (bool, error) {
 	var ok bool
 	err := retry(ctx, func() (err error) {
-		ok, err = o.b.Exists(ctx, key)
+		_, err = o.b.Attributes(ctx, key)
+		ok = err == nil
+		if missing(err) {
+			err = nil
+		}
 		return err
 	})
 	return ok, err
@@ -60,7 +64,7 @@ func (o bucketObjects) read(ctx context.Context, key string) ([]byte, error) {
 		data, err = o.b.ReadAll(ctx, key)
 		return err
 	})
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if missing(err) {
 		return nil, fmt.Errorf("%w: %v", errObjectMissing, err)
 	}
 	return data, err
@@ -220,6 +224,9 @@ func retry(ctx context.Context, op func() error) error {
 // transient: throttled, a server error, or the connection failed on the way
 // (gocloud calls those Unknown; a net.Error says which they are).
 func transient(err error) bool {
+	if status := httpStatus(err); status >= 500 || status == http.StatusTooManyRequests {
+		return true
+	}
 	switch gcerrors.Code(err) {
 	case gcerrors.ResourceExhausted, gcerrors.Internal:
 		return true
