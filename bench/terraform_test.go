@@ -24,59 +24,100 @@ const terraformResources = 50
 // reference's are initialised once, untimed, and every timed run starts
 // with no state.
 func BenchmarkApplyTerraform(b *testing.B) {
-	tf := testenv.TerraformBinaries(b)[0]
-	action := binary(b, "../cmd/action")
-	dir := b.TempDir()
-	cache := filepath.Join(dir, "terraform-cache")
-	env := []string{"CHECKPOINT_DISABLE=1"}
+	w := newTerraformWorld(b)
+	c := &contenders{
+		names: []string{"ours", "terraform", "planned"},
+		run: map[string]func(*testing.B, int) time.Duration{
+			"ours": func(b *testing.B, n int) time.Duration {
+				return w.ours(b, "apply", fmt.Sprintf("run%d", n)).run(b)
+			},
+			"terraform": func(b *testing.B, _ int) time.Duration {
+				w.forget()
+				return w.reference("apply", "-auto-approve", "-input=false").run(b)
+			},
+			"planned": func(b *testing.B, _ int) time.Duration {
+				w.forget()
+				return w.reference("plan", "-out=tfplan", "-input=false").run(b) +
+					w.reference("show", "-json", "tfplan").run(b) +
+					w.reference("apply", "-input=false", "tfplan").run(b)
+			},
+		},
+	}
+	c.measure(b)
+}
 
+// BenchmarkDestroyTerraform destroys the 50 again: ours (the stack's
+// destroy, one Terraform run for the resources asked together) against one
+// `terraform destroy` of the root module. Each timed run starts from an
+// untimed apply of its own.
+func BenchmarkDestroyTerraform(b *testing.B) {
+	w := newTerraformWorld(b)
+	c := &contenders{
+		names: []string{"ours", "terraform"},
+		run: map[string]func(*testing.B, int) time.Duration{
+			"ours": func(b *testing.B, n int) time.Duration {
+				project := fmt.Sprintf("run%d", n)
+				w.ours(b, "apply", project).run(b)
+				return w.ours(b, "destroy", project).run(b)
+			},
+			"terraform": func(b *testing.B, _ int) time.Duration {
+				w.forget()
+				w.reference("apply", "-auto-approve", "-input=false").run(b)
+				return w.reference("destroy", "-auto-approve", "-input=false").run(b)
+			},
+		},
+	}
+	c.measure(b)
+}
+
+// terraformWorld is a spec of 50 terraform_data resources for our action,
+// and a root module of the same 50 for Terraform, both initialised once,
+// untimed, as a runner with a cache has them.
+type terraformWorld struct {
+	dir, root, tf, action, cache string
+	spec                         string
+}
+
+func newTerraformWorld(b *testing.B) *terraformWorld {
+	w := &terraformWorld{tf: testenv.TerraformBinaries(b)[0], action: binary(b, "../cmd/action"), dir: b.TempDir()}
+	w.cache = filepath.Join(w.dir, "terraform-cache")
+	w.root = filepath.Join(w.dir, "root")
 	var spec, hcl strings.Builder
 	spec.WriteString("resources:\n")
 	for i := range terraformResources {
 		fmt.Fprintf(&spec, "- id: hashicorp:terraform:terraform_data:r%02d\n  type: Terraform\n  attributes: {input: value-%02d}\n  extensions: {provider: terraform.io/builtin/terraform, resourceType: terraform_data}\n", i, i)
 		fmt.Fprintf(&hcl, "resource \"terraform_data\" \"r%02d\" {\n  input = \"value-%02d\"\n}\n", i, i)
 	}
-	stack := func(project string) string {
-		st := filepath.Join(dir, project, "dev")
-		writeFile(b, filepath.Join(dir, project, "project.yaml"), "name: "+project+"\n")
-		writeFile(b, filepath.Join(st, "stack.yaml"), "name: dev\n")
-		writeFile(b, filepath.Join(st, "spec.yaml"), spec.String())
-		return st
-	}
-	ours := func(project string) command {
-		return command{name: action, env: env, args: []string{"apply", "--stack", stack(project), "--yes",
-			"--backend", "file://" + filepath.Join(dir, "releases"), "--terraform-binary", tf, "--terraform-cache", cache}}
-	}
-	root := filepath.Join(dir, "root")
-	writeFile(b, filepath.Join(root, "main.tf"), hcl.String())
-	reference := func(args ...string) command {
-		return command{name: tf, dir: root, env: env, args: args}
-	}
-	// Warm both: our folders get their init, the root module its own.
-	ours("warm").run(b)
-	reference("init", "-input=false").run(b)
-
-	c := &contenders{
-		names: []string{"ours", "terraform", "planned"},
-		run: map[string]func(*testing.B, int) time.Duration{
-			"ours": func(b *testing.B, n int) time.Duration {
-				return ours(fmt.Sprintf("run%d", n)).run(b)
-			},
-			"terraform": func(b *testing.B, _ int) time.Duration {
-				for _, f := range []string{"terraform.tfstate", "terraform.tfstate.backup"} {
-					os.Remove(filepath.Join(root, f))
-				}
-				return reference("apply", "-auto-approve", "-input=false").run(b)
-			},
-			"planned": func(b *testing.B, _ int) time.Duration {
-				for _, f := range []string{"terraform.tfstate", "terraform.tfstate.backup"} {
-					os.Remove(filepath.Join(root, f))
-				}
-				return reference("plan", "-out=tfplan", "-input=false").run(b) +
-					reference("show", "-json", "tfplan").run(b) +
-					reference("apply", "-input=false", "tfplan").run(b)
-			},
-		},
-	}
-	c.measure(b)
+	w.spec = spec.String()
+	writeFile(b, filepath.Join(w.root, "main.tf"), hcl.String())
+	w.ours(b, "apply", "warm").run(b)
+	w.ours(b, "destroy", "warm").run(b)
+	w.reference("init", "-input=false").run(b)
+	return w
 }
+
+// ours is our action's apply or destroy of the stack of project, written
+// the first time it is asked for.
+func (w *terraformWorld) ours(b *testing.B, verb, project string) command {
+	st := filepath.Join(w.dir, project, "dev")
+	if _, err := os.Stat(st); err != nil {
+		writeFile(b, filepath.Join(w.dir, project, "project.yaml"), "name: "+project+"\n")
+		writeFile(b, filepath.Join(st, "stack.yaml"), "name: dev\n")
+		writeFile(b, filepath.Join(st, "spec.yaml"), w.spec)
+	}
+	return command{name: w.action, env: terraformEnv, args: []string{verb, "--stack", st, "--yes",
+		"--backend", "file://" + filepath.Join(w.dir, "releases"), "--terraform-binary", w.tf, "--terraform-cache", w.cache}}
+}
+
+func (w *terraformWorld) reference(args ...string) command {
+	return command{name: w.tf, dir: w.root, env: terraformEnv, args: args}
+}
+
+// forget removes the root module's state: the next run starts from nothing.
+func (w *terraformWorld) forget() {
+	for _, f := range []string{"terraform.tfstate", "terraform.tfstate.backup"} {
+		os.Remove(filepath.Join(w.root, f))
+	}
+}
+
+var terraformEnv = []string{"CHECKPOINT_DISABLE=1"}

@@ -232,7 +232,7 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		if err != nil {
 			return finish(err)
 		}
-		results := dg.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism(), Reverse: true}, func(ctx context.Context, id string) error {
+		results := dg.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism(), Reverse: true, Unbounded: e.batched(gone)}, func(ctx context.Context, id string) error {
 			r, _ := gone.ByID(id)
 			rt, err := e.runtime(r)
 			if err != nil {

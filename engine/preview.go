@@ -221,23 +221,46 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 			return nil, fmt.Errorf("preview %s: order deletions: %w", st.Stack, err)
 		}
 		order := dg.Order()
-		for i := len(order) - 1; i >= 0; i-- {
-			r, _ := gone.ByID(order[i])
-			step := &Step{ID: r.ID, Action: Delete, From: ptr(model.Public(r))}
-			if rt, err := e.runtime(r); err != nil {
-				step.Error = err.Error()
-			} else if cur, err := rt.Read(ctx, &r, r); err != nil {
-				step.Error = err.Error()
-			} else if cur == nil {
-				step.Drift = []FieldChange{{Path: ".", Op: "remove", From: "exists in release " + fmt.Sprint(p.PriorRevision)}}
-			} else {
-				step.From = ptr(model.Public(*cur))
-			}
-			p.StepKeys = append(p.StepKeys, r.ID)
-			p.ChangeSteps[r.ID] = step
+		deletions := make([]*Step, len(order))
+		batched := e.batched(gone)
+		slots := make(chan struct{}, e.parallelism())
+		var wg sync.WaitGroup
+		// Read concurrently, as the walk above does: one by one, a stack's
+		// destroy waited for a Terraform refresh per resource in turn.
+		for i, id := range order {
+			r, _ := gone.ByID(id)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if !batched(id) {
+					slots <- struct{}{}
+					defer func() { <-slots }()
+				}
+				deletions[i] = e.previewDeletion(ctx, r, p.PriorRevision)
+			}()
+		}
+		wg.Wait()
+		for i := len(deletions) - 1; i >= 0; i-- {
+			p.StepKeys = append(p.StepKeys, deletions[i].ID)
+			p.ChangeSteps[deletions[i].ID] = deletions[i]
 		}
 	}
 	return p, nil
+}
+
+// previewDeletion reads the live object of r, which the spec no longer has.
+func (e *Engine) previewDeletion(ctx context.Context, r model.Resource, priorRevision uint64) *Step {
+	step := &Step{ID: r.ID, Action: Delete, From: ptr(model.Public(r))}
+	if rt, err := e.runtime(r); err != nil {
+		step.Error = err.Error()
+	} else if cur, err := rt.Read(ctx, &r, r); err != nil {
+		step.Error = err.Error()
+	} else if cur == nil {
+		step.Drift = []FieldChange{{Path: ".", Op: "remove", From: "exists in release " + fmt.Sprint(priorRevision)}}
+	} else {
+		step.From = ptr(model.Public(*cur))
+	}
+	return step
 }
 
 // previewResource reads the live object, asks the runtime what an apply would

@@ -280,9 +280,16 @@ func testMixedStack(t *testing.T, kc, bin string) {
 	f.writeSpec()
 	apply("apply without the broken resource")
 
-	// 8. Destroy removes the files and the Kubernetes objects.
-	if _, errOut, code := c.run("destroy", "--stack", f.stackDir, "--yes"); code != 0 {
+	// 8. Destroy removes the files and the Kubernetes objects; the
+	// Terraform resources are read in one run and destroyed in another.
+	_, errOut, code := c.run("destroy", "--stack", f.stackDir, "--yes")
+	if code != 0 {
 		t.Fatalf("destroy exited %d: %s", code, errOut)
+	}
+	// (A batch takes what arrives within its window: a loaded machine may
+	// split one in two, never into a run per resource.)
+	if batched, alone := strings.Count(errOut, `msg=terraform folder="state `), strings.Count(errOut, `msg=terraform folder=hashicorp:`); batched < 2 || alone > 0 {
+		t.Errorf("destroy of 5 Terraform resources: %d batched Terraform runs, %d for one resource each; want one refresh and one destroy, batched:\n%s", batched, alone, errOut)
 	}
 	for _, name := range []string{"note.txt", "secret.txt", "extra.txt"} {
 		if _, err := os.Stat(filepath.Join(f.files, name)); !os.IsNotExist(err) {

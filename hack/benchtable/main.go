@@ -77,6 +77,7 @@ func rows() []row {
 		{Scenario: kapp, Benchmark: "BenchmarkApplyKubernetes", Ours: "ours-s", Reference: "checked-s", RefName: "the minimal loop's dry runs, then its applies: checking every object before changing any", Unit: "s"},
 		{Scenario: "apply 50 terraform_data resources", Benchmark: "BenchmarkApplyTerraform", Ours: "ours-s", Reference: "terraform-s", RefName: "terraform apply of one root module", Unit: "s", target: target{"within", 1.5}},
 		{Scenario: "apply 50 terraform_data resources", Benchmark: "BenchmarkApplyTerraform", Ours: "ours-s", Reference: "planned-s", RefName: "terraform plan -out, show -json, apply of the saved plan: showing the plan first", Unit: "s"},
+		{Scenario: "destroy the 50 terraform_data resources", Benchmark: "BenchmarkDestroyTerraform", Ours: "ours-s", Reference: "terraform-s", RefName: "terraform destroy of one root module", Unit: "s"},
 		{Scenario: "render and split the comment of a 10,000-resource preview", Benchmark: "BenchmarkCommentRender", Ours: "render-s", Unit: "s", target: target{"below", 1}},
 		{Scenario: "… its peak memory", Benchmark: "BenchmarkCommentRender", Ours: "peak-MB", Unit: "MB", target: target{"below", 300}},
 		{Scenario: "webhook acknowledgement, 200 signed requests/s for 10 s while applies run", Benchmark: "BenchmarkWebhookAck", Ours: "p99-ms", Unit: "ms (p99)", target: target{"below", 20}},

@@ -40,8 +40,10 @@ const batchWindow = 20 * time.Millisecond
 type batchKind string
 
 const (
-	planBatch  batchKind = "plan"
-	applyBatch batchKind = "apply"
+	planBatch    batchKind = "plan"
+	applyBatch   batchKind = "apply"
+	destroyBatch batchKind = "destroy"
+	refreshBatch batchKind = "refresh"
 )
 
 // job is one resource's part of a batch.
@@ -128,6 +130,10 @@ func (r *Runtime) runBatch(bt *batch) {
 				r.planGroup(bt.ctx, g)
 			case applyBatch:
 				r.applyGroup(bt.ctx, g)
+			case destroyBatch:
+				r.destroyGroup(bt.ctx, g)
+			case refreshBatch:
+				r.refreshGroup(bt.ctx, g)
 			}
 		}()
 	}
@@ -148,7 +154,8 @@ func fits(g []*job, j *job) bool {
 }
 
 // module is a group's root module: configuration, merged state, and where
-// each job's provider configuration is.
+// each job's provider configuration is. Without resources only the providers
+// are configured: what a destroy needs, the resources being in the state.
 type module struct {
 	config []byte
 	state  []byte
@@ -157,7 +164,7 @@ type module struct {
 	key       string
 }
 
-func (r *Runtime) module(g []*job) (*module, error) {
+func (r *Runtime) module(g []*job, withResources bool) (*module, error) {
 	type providerConfig struct {
 		localName string
 		meta      map[string]any
@@ -223,7 +230,13 @@ func (r *Runtime) module(g []*job) (*module, error) {
 		}
 		keys = append(keys, t.providerKey(r.cfg.Binary))
 	}
-	doc := map[string]any{"resource": resources}
+	doc := map[string]any{}
+	if withResources {
+		doc["resource"] = resources
+		if len(imports) > 0 {
+			doc["import"] = imports
+		}
+	}
 	if len(required) > 0 {
 		doc["terraform"] = map[string]any{"required_providers": required}
 	}
@@ -240,9 +253,6 @@ func (r *Runtime) module(g []*job) (*module, error) {
 	}
 	if len(providers) > 0 {
 		doc["provider"] = providers
-	}
-	if len(imports) > 0 {
-		doc["import"] = imports
 	}
 	var err error
 	if m.config, err = json.MarshalIndent(doc, "", "  "); err != nil {
@@ -381,11 +391,15 @@ func splitState(raw []byte, j *job) ([]byte, bool, error) {
 // an apply of what was just planned applies that plan.
 func batchFolder(m *module) string { return "batch " + m.key }
 
+// stateFolder names the working folder of a group's module without
+// resources, where refreshes and destroys of what only the state holds run.
+func stateFolder(m *module) string { return "state " + m.key }
+
 // planGroup plans a group in one run. If the plan fails and more than one
 // resource was in it, each is planned on its own, so that the error is
 // the failing resource's and the others still get their plans.
 func (r *Runtime) planGroup(ctx context.Context, g []*job) {
-	m, err := r.module(g)
+	m, err := r.module(g, true)
 	if err == nil {
 		var plan *tfjson.Plan
 		var diags diagnostics
@@ -421,7 +435,7 @@ func (r *Runtime) planGroup(ctx context.Context, g []*job) {
 // from the state the run left and from Terraform's diagnostics, which name
 // the resource they are about: one failing resource fails alone.
 func (r *Runtime) applyGroup(ctx context.Context, g []*job) {
-	m, err := r.module(g)
+	m, err := r.module(g, true)
 	if err != nil {
 		for _, j := range g {
 			j.err = err
@@ -483,6 +497,96 @@ func (r *Runtime) applyGroup(ctx context.Context, g []*job) {
 			if j.err == nil && j.out == nil {
 				j.err = err
 			}
+		}
+	}
+}
+
+// destroyGroup destroys a group in one run. What the state the run left no
+// longer holds is destroyed; what it still holds failed, with the
+// diagnostics naming it. One resource can stop the whole run (a destroy
+// plans before it destroys anything): the resources no diagnostic names are
+// then destroyed each on its own, so that the one fails alone.
+func (r *Runtime) destroyGroup(ctx context.Context, g []*job) {
+	m, err := r.module(g, false)
+	if err != nil {
+		for _, j := range g {
+			j.err = err
+		}
+		return
+	}
+	var diags diagnostics
+	var left []*job
+	ran := false
+	err = r.folders.run(ctx, stateFolder(m), m.key, m.config, m.state, func(w *workdir) error {
+		destroyErr := w.tf.DestroyJSON(ctx, &diags)
+		raw, err := w.rawState()
+		if err != nil {
+			return errors.Join(destroyErr, err)
+		}
+		ran = true
+		for _, j := range g {
+			_, found, err := splitState(raw, j)
+			switch {
+			case err != nil:
+				j.err = err
+			case !found:
+			default:
+				if mine := diags.about(j.op.t.address()); mine != nil {
+					j.err = mine
+				} else {
+					left = append(left, j)
+				}
+			}
+		}
+		if destroyErr == nil && len(left) > 0 {
+			destroyErr = errors.New("still in the state after destroy")
+		}
+		if destroyErr != nil {
+			return diags.or(destroyErr)
+		}
+		return nil
+	})
+	if !ran {
+		left = g
+	}
+	for _, j := range left {
+		if len(g) > 1 && ctx.Err() == nil {
+			j.err = j.op.destroyAlone(ctx, r)
+		} else {
+			j.err = err
+		}
+	}
+}
+
+// refreshGroup refreshes a group's recorded objects in one refresh-only
+// plan. If it fails and more than one resource was in it, each is refreshed
+// on its own, so that the error is the failing resource's.
+func (r *Runtime) refreshGroup(ctx context.Context, g []*job) {
+	m, err := r.module(g, false)
+	if err == nil {
+		var plan *tfjson.Plan
+		err = r.folders.run(ctx, stateFolder(m), m.key, m.config, m.state, func(w *workdir) error {
+			if _, err := w.tf.Plan(ctx, tfexec.RefreshOnly(true), tfexec.Out(planFile)); err != nil {
+				return err
+			}
+			var err error
+			if plan, err = w.tf.ShowPlanFile(ctx, planFile); err != nil {
+				return fmt.Errorf("show plan: %w", err)
+			}
+			return nil
+		})
+		if err == nil {
+			for _, j := range g {
+				j.out = j.op.refreshed(plan)
+			}
+			return
+		}
+	}
+	for _, j := range g {
+		if len(g) > 1 && ctx.Err() == nil {
+			j.out, j.err = j.op.refreshAlone(ctx, r)
+		} else {
+			j.err = err
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -55,7 +56,7 @@ func TestModuleAndStates(t *testing.T) {
 	}
 	g[2].importID = "seed-1"
 	r := &Runtime{cfg: Config{Binary: "terraform"}}
-	m, err := r.module(g)
+	m, err := r.module(g, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,12 +152,14 @@ func TestDiagnosticsByAddress(t *testing.T) {
 // TestIntegrationBatch: resources planned and applied together share one
 // Terraform run each; a resource whose plan fails fails alone, the others
 // of its batch still get their plans; each applied resource has a state of
-// its own that its next plan continues from.
+// its own that its next plan continues from; destroys asked together are
+// one run too, and a resource that stops that run fails alone.
 func TestIntegrationBatch(t *testing.T) {
 	for _, bin := range testenv.TerraformBinaries(t) {
 		t.Run(filepath.Base(bin), func(t *testing.T) {
 			ctx := context.Background()
-			rt, err := New(Config{Binary: bin, CacheDir: t.TempDir()})
+			var logs testenv.LogBuffer
+			rt, err := New(Config{Binary: bin, CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,13 +256,74 @@ func TestIntegrationBatch(t *testing.T) {
 					t.Errorf("plan of %s from its own state: %v, id %v → %v", r.ID, errs[i], applied[i].Attributes["id"], again[i].Attributes["id"])
 				}
 			}
-			for i := range rs {
-				if err := rt.Delete(ctx, *applied[i]); err != nil {
-					t.Fatal(err)
+
+			// Destroyed together: one Terraform run. Beside them a resource
+			// whose recorded state Terraform cannot read stops that run: it
+			// fails alone, naming itself, and the others are still destroyed.
+			ghost := model.Resource{ID: "hashicorp:terraform:terraform_data:ghost", Type: model.Terraform,
+				Attributes: map[string]any{"input": "x"},
+				Extensions: map[string]any{model.StateExtension: string(ghostState(t))}}
+			gone := func(list []*model.Resource) []error {
+				_, errs := all(derefs(list), func(r model.Resource) (*model.Resource, error) { return nil, rt.Delete(ctx, r) })
+				return errs
+			}
+			for i, err := range gone(applied) {
+				if err != nil {
+					t.Fatalf("destroy %s: %v", rs[i].ID, err)
 				}
+			}
+			// (A batch takes what arrives within its window: a loaded
+			// machine may split one in two.)
+			if n := strings.Count(logs.String(), `folder="state `); n < 1 || n > 2 {
+				t.Errorf("%d destroy runs for %d resources, want one:\n%s", n, len(rs), logs.String())
+			}
+			if _, err := os.Stat(filepath.Join(files, "note.txt")); !os.IsNotExist(err) {
+				t.Errorf("the local file is still there after its destroy: %v", err)
+			}
+
+			again, errs = all(rs, func(r model.Resource) (*model.Resource, error) { return rt.Apply(ctx, nil, r, false) })
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("apply %s again: %v", rs[i].ID, err)
+				}
+			}
+			errs = gone(append(again, &ghost))
+			for i, err := range errs[:len(rs)] {
+				if err != nil {
+					t.Errorf("destroy %s beside a broken resource: %v", rs[i].ID, err)
+				}
+			}
+			if err := errs[len(rs)]; err == nil || !strings.HasPrefix(err.Error(), "destroy "+ghost.ID+": ") || !strings.Contains(err.Error(), ".input") {
+				t.Errorf("the broken resource's error = %v, want one naming it and what is wrong", err)
+			}
+			if _, err := os.Stat(filepath.Join(files, "note.txt")); !os.IsNotExist(err) {
+				t.Errorf("the local file is still there after a destroy beside a broken resource: %v", err)
 			}
 		})
 	}
+}
+
+func derefs(list []*model.Resource) []model.Resource {
+	out := make([]model.Resource, len(list))
+	for i, r := range list {
+		out[i] = *r
+	}
+	return out
+}
+
+// ghostState is a terraform_data state Terraform cannot decode: its input
+// lacks the type a dynamic value is stored with.
+func ghostState(t *testing.T) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{
+		"version": 4, "terraform_version": "1.5.7", "serial": 1, "lineage": "ghost", "outputs": map[string]any{},
+		"resources": []any{map[string]any{"mode": "managed", "type": "terraform_data", "name": "ghost", "provider": `provider["terraform.io/builtin/terraform"]`,
+			"instances": []any{map[string]any{"schema_version": 0, "attributes": map[string]any{"id": "ghost", "input": "x", "output": "x"}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestSamePlan: a saved plan is applied only when the folder's

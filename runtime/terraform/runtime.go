@@ -106,9 +106,24 @@ func (r *Runtime) Read(ctx context.Context, prior *model.Resource, res model.Res
 	return op.result(before, sensitive, op.state), nil
 }
 
-// refresh reads the object through a refresh-only plan: the refreshed state
-// is the plan's prior state.
+// refresh reads the object through a refresh-only plan, batched with the
+// other refreshes asked at the same time: the refreshed state is the plan's
+// prior state.
 func (op *operation) refresh(ctx context.Context, r *Runtime) (*model.Resource, error) {
+	if op.state == nil {
+		return nil, nil
+	}
+	j := &job{op: op}
+	r.batches.do(ctx, refreshBatch, j)
+	if j.err != nil {
+		return nil, op.fail("read", j.err)
+	}
+	return j.out, nil
+}
+
+// refreshAlone refreshes the resource in a folder of its own: what a batch
+// falls back to when its plan fails, so that the error is this resource's.
+func (op *operation) refreshAlone(ctx context.Context, r *Runtime) (*model.Resource, error) {
 	var out *model.Resource
 	err := op.run(ctx, r, "", false, func(w *workdir) error {
 		if _, err := w.tf.Plan(ctx, tfexec.RefreshOnly(true), tfexec.Out(planFile)); err != nil {
@@ -118,16 +133,20 @@ func (op *operation) refresh(ctx context.Context, r *Runtime) (*model.Resource, 
 		if err != nil {
 			return fmt.Errorf("show plan: %w", err)
 		}
-		if sr := stateResource(plan.PriorState, op.t.address()); sr != nil {
-			sensitive := union(op.schema.Sensitive, sensitivePaths(decodeSensitivity(sr.SensitiveValues), ""))
-			out = op.result(sr.AttributeValues, sensitive, op.state)
-		}
+		out = op.refreshed(plan)
 		return nil
 	})
-	if err != nil {
-		return nil, op.fail("read", err)
+	return out, err
+}
+
+// refreshed is the resource as a refresh-only plan found it, nil if gone.
+func (op *operation) refreshed(plan *tfjson.Plan) *model.Resource {
+	sr := stateResource(plan.PriorState, op.t.address())
+	if sr == nil {
+		return nil
 	}
-	return out, nil
+	sensitive := union(op.schema.Sensitive, sensitivePaths(decodeSensitivity(sr.SensitiveValues), ""))
+	return op.result(sr.AttributeValues, sensitive, op.state)
 }
 
 // Apply plans (dryRun) or applies res. A dry run returns the planned object:
@@ -172,10 +191,18 @@ func (r *Runtime) Delete(ctx context.Context, res model.Resource) error {
 	if op.state == nil {
 		return nil
 	}
-	if err := op.run(ctx, r, "", false, func(w *workdir) error { return w.tf.Destroy(ctx) }); err != nil {
-		return op.fail("destroy", err)
+	j := &job{op: op}
+	r.batches.do(ctx, destroyBatch, j)
+	if j.err != nil {
+		return op.fail("destroy", j.err)
 	}
 	return nil
+}
+
+// destroyAlone destroys the resource in a folder of its own: what a batch
+// falls back to when its run fails without saying which resource failed.
+func (op *operation) destroyAlone(ctx context.Context, r *Runtime) error {
+	return op.run(ctx, r, "", false, func(w *workdir) error { return w.tf.Destroy(ctx) })
 }
 
 // Watch returns at once: an apply returns when Terraform considers the
