@@ -78,12 +78,28 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 	}
 
 	results := make(map[string]Result, len(g.ids))
+	free := make([]bool, len(g.ids))
+	if opts.Unbounded != nil {
+		for i, id := range g.ids {
+			free[i] = opts.Unbounded(id)
+		}
+	}
+	// Ready nodes wait in two queues, so that a full set of bounded slots
+	// costs nothing to check: the free ones start at once, the bounded ones
+	// as slots open.
+	readyFree, readyBounded := &intHeap{}, &intHeap{}
+	markReady := func(n int) {
+		if free[n] {
+			heap.Push(readyFree, n)
+		} else {
+			heap.Push(readyBounded, n)
+		}
+	}
 	pending := make([]int, len(g.ids))
-	ready := &intHeap{}
 	for i := range g.ids {
 		pending[i] = len(prereqs[i])
 		if pending[i] == 0 {
-			heap.Push(ready, i)
+			markReady(i)
 		}
 	}
 	started := make([]bool, len(g.ids))
@@ -91,13 +107,7 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 	// Buffered for every node so that a finishing fn never blocks, whatever
 	// the loop below is doing.
 	finished := make(chan done, len(g.ids))
-	running := 0 // bounded calls running
-	free := make([]bool, len(g.ids))
-	if opts.Unbounded != nil {
-		for i, id := range g.ids {
-			free[i] = opts.Unbounded(id)
-		}
-	}
+	running := 0  // bounded calls running
 	inFlight := 0 // all calls running
 
 	// skip marks everything that needs n, transitively, as Skipped because of
@@ -123,15 +133,14 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 				}
 			}
 		}
-		var held []int // bounded nodes ready while all bounded slots are taken
-		for !canceled && ready.Len() > 0 {
-			n := heap.Pop(ready).(int)
+		for !canceled && (readyFree.Len() > 0 || (readyBounded.Len() > 0 && running < parallelism)) {
+			q := readyFree
+			if q.Len() == 0 {
+				q = readyBounded
+			}
+			n := heap.Pop(q).(int)
 			if _, decided := results[g.ids[n]]; decided {
 				continue // skipped while it waited
-			}
-			if !free[n] && running >= parallelism {
-				held = append(held, n)
-				continue
 			}
 			started[n] = true
 			inFlight++
@@ -142,10 +151,7 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 				finished <- done{node: n, err: call(ctx, fn, g.ids[n])}
 			}()
 		}
-		for _, n := range held {
-			heap.Push(ready, n)
-		}
-		if inFlight == 0 && (canceled || ready.Len() == 0) {
+		if inFlight == 0 && (canceled || readyFree.Len()+readyBounded.Len() == 0) {
 			break
 		}
 		var d done
@@ -169,7 +175,7 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 			for _, u := range unlocks[d.node] {
 				pending[u]--
 				if pending[u] == 0 {
-					heap.Push(ready, u)
+					markReady(u)
 				}
 			}
 		case ctx.Err() != nil:
