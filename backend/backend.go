@@ -34,6 +34,7 @@ import (
 	_ "gocloud.dev/blob/memblob"  // mem:// (tests, dry runs)
 	"sigs.k8s.io/yaml"
 
+	"github.com/kusionpr/kusionpr/internal/yamlenc"
 	"github.com/kusionpr/kusionpr/model"
 )
 
@@ -403,7 +404,7 @@ func encodeRelease(r *model.Release) ([]byte, error) {
 		err  error
 	)
 	if r.Phase.Ended() {
-		data, err = yaml.Marshal(r)
+		data, err = yamlenc.Marshal(r)
 	} else {
 		data, err = json.Marshal(r)
 	}

@@ -13,6 +13,7 @@ import (
 	"text/template"
 
 	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/internal/yamlenc"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/templates"
 )
@@ -223,7 +224,7 @@ func attributesYAML(r *model.Resource) string {
 	if r == nil {
 		return ""
 	}
-	b, err := marshalYAML(r.Attributes)
+	b, err := yamlenc.Marshal(r.Attributes)
 	if err != nil {
 		return err.Error() + "\n"
 	}
