@@ -125,19 +125,37 @@ func (r *Runtime) runBatch(bt *batch) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			switch bt.kind {
-			case planBatch:
-				r.planGroup(bt.ctx, g)
-			case applyBatch:
-				r.applyGroup(bt.ctx, g)
-			case destroyBatch:
-				r.destroyGroup(bt.ctx, g)
-			case refreshBatch:
-				r.refreshGroup(bt.ctx, g)
-			}
+			r.runGroup(bt.ctx, bt.kind, g)
 		}()
 	}
 	wg.Wait()
+}
+
+// runGroup runs one group of a batch in its root module. A group whose
+// module cannot be made (a recorded state that does not read) runs each of
+// its resources as a group of its own, so that only that resource fails.
+func (r *Runtime) runGroup(ctx context.Context, kind batchKind, g []*job) {
+	m, err := r.module(g, kind == planBatch || kind == applyBatch)
+	if err != nil {
+		if len(g) == 1 {
+			g[0].err = err
+			return
+		}
+		for _, j := range g {
+			r.runGroup(ctx, kind, []*job{j})
+		}
+		return
+	}
+	switch kind {
+	case planBatch:
+		r.planGroup(ctx, g, m)
+	case applyBatch:
+		r.applyGroup(ctx, g, m)
+	case destroyBatch:
+		r.destroyGroup(ctx, g, m)
+	case refreshBatch:
+		r.refreshGroup(ctx, g, m)
+	}
 }
 
 func fits(g []*job, j *job) bool {
@@ -398,52 +416,30 @@ func stateFolder(m *module) string { return "state " + m.key }
 // planGroup plans a group in one run. If the plan fails and more than one
 // resource was in it, each is planned on its own, so that the error is
 // the failing resource's and the others still get their plans.
-func (r *Runtime) planGroup(ctx context.Context, g []*job) {
-	m, err := r.module(g, true)
-	if err == nil {
-		var plan *tfjson.Plan
-		var diags diagnostics
-		err = r.folders.run(ctx, batchFolder(m), m.key, m.config, m.state, func(w *workdir) error {
-			if _, err := w.tf.PlanJSON(ctx, &diags, tfexec.Out(planFile)); err != nil {
-				return diags.or(err)
-			}
-			var err error
-			if plan, err = w.tf.ShowPlanFile(ctx, planFile); err != nil {
-				return fmt.Errorf("show plan: %w", err)
-			}
-			return nil
-		})
-		if err == nil {
-			for _, j := range g {
-				j.plan = plan
-			}
-			return
-		}
-	}
-	if len(g) == 1 || ctx.Err() != nil {
-		for _, j := range g {
+func (r *Runtime) planGroup(ctx context.Context, g []*job, m *module) {
+	var plan *tfjson.Plan
+	err := r.folders.run(ctx, batchFolder(m), m.key, m.config, m.state, func(w *workdir) (err error) {
+		plan, err = w.plan(ctx)
+		return err
+	})
+	for _, j := range g {
+		switch {
+		case err == nil:
+			j.plan = plan
+		case len(g) > 1 && ctx.Err() == nil:
+			j.plan, j.err = j.op.planAlone(ctx, r, j.importID)
+		default:
 			j.err = err
 		}
-		return
-	}
-	for _, j := range g {
-		j.plan, j.err = j.op.planAlone(ctx, r, j.importID)
 	}
 }
 
 // applyGroup applies a group in one run. Each resource's outcome is read
 // from the state the run left and from Terraform's diagnostics, which name
 // the resource they are about: one failing resource fails alone.
-func (r *Runtime) applyGroup(ctx context.Context, g []*job) {
-	m, err := r.module(g, true)
-	if err != nil {
-		for _, j := range g {
-			j.err = err
-		}
-		return
-	}
+func (r *Runtime) applyGroup(ctx context.Context, g []*job, m *module) {
 	var diags diagnostics
-	err = r.folders.run(ctx, batchFolder(m), m.key, m.config, m.state, func(w *workdir) error {
+	err := r.folders.run(ctx, batchFolder(m), m.key, m.config, m.state, func(w *workdir) error {
 		var applyErr error
 		if w.planned {
 			// The preview planned exactly this: apply its plan instead of
@@ -506,18 +502,11 @@ func (r *Runtime) applyGroup(ctx context.Context, g []*job) {
 // diagnostics naming it. One resource can stop the whole run (a destroy
 // plans before it destroys anything): the resources no diagnostic names are
 // then destroyed each on its own, so that the one fails alone.
-func (r *Runtime) destroyGroup(ctx context.Context, g []*job) {
-	m, err := r.module(g, false)
-	if err != nil {
-		for _, j := range g {
-			j.err = err
-		}
-		return
-	}
+func (r *Runtime) destroyGroup(ctx context.Context, g []*job, m *module) {
 	var diags diagnostics
 	var left []*job
 	ran := false
-	err = r.folders.run(ctx, stateFolder(m), m.key, m.config, m.state, func(w *workdir) error {
+	err := r.folders.run(ctx, stateFolder(m), m.key, m.config, m.state, func(w *workdir) error {
 		destroyErr := w.tf.DestroyJSON(ctx, &diags)
 		raw, err := w.rawState()
 		if err != nil {
@@ -561,31 +550,19 @@ func (r *Runtime) destroyGroup(ctx context.Context, g []*job) {
 // refreshGroup refreshes a group's recorded objects in one refresh-only
 // plan. If it fails and more than one resource was in it, each is refreshed
 // on its own, so that the error is the failing resource's.
-func (r *Runtime) refreshGroup(ctx context.Context, g []*job) {
-	m, err := r.module(g, false)
-	if err == nil {
-		var plan *tfjson.Plan
-		err = r.folders.run(ctx, stateFolder(m), m.key, m.config, m.state, func(w *workdir) error {
-			if _, err := w.tf.Plan(ctx, tfexec.RefreshOnly(true), tfexec.Out(planFile)); err != nil {
-				return err
-			}
-			var err error
-			if plan, err = w.tf.ShowPlanFile(ctx, planFile); err != nil {
-				return fmt.Errorf("show plan: %w", err)
-			}
-			return nil
-		})
-		if err == nil {
-			for _, j := range g {
-				j.out = j.op.refreshed(plan)
-			}
-			return
-		}
-	}
+func (r *Runtime) refreshGroup(ctx context.Context, g []*job, m *module) {
+	var plan *tfjson.Plan
+	err := r.folders.run(ctx, stateFolder(m), m.key, m.config, m.state, func(w *workdir) (err error) {
+		plan, err = w.plan(ctx, tfexec.RefreshOnly(true))
+		return err
+	})
 	for _, j := range g {
-		if len(g) > 1 && ctx.Err() == nil {
+		switch {
+		case err == nil:
+			j.out = j.op.refreshed(plan)
+		case len(g) > 1 && ctx.Err() == nil:
 			j.out, j.err = j.op.refreshAlone(ctx, r)
-		} else {
+		default:
 			j.err = err
 		}
 	}

@@ -258,11 +258,15 @@ func TestIntegrationBatch(t *testing.T) {
 			}
 
 			// Destroyed together: one Terraform run. Beside them a resource
-			// whose recorded state Terraform cannot read stops that run: it
+			// whose recorded state Terraform cannot decode stops that run,
+			// and one whose recorded state is not JSON cannot join it: each
 			// fails alone, naming itself, and the others are still destroyed.
 			ghost := model.Resource{ID: "hashicorp:terraform:terraform_data:ghost", Type: model.Terraform,
 				Attributes: map[string]any{"input": "x"},
 				Extensions: map[string]any{model.StateExtension: string(ghostState(t))}}
+			torn := model.Resource{ID: "hashicorp:terraform:terraform_data:torn", Type: model.Terraform,
+				Attributes: map[string]any{"input": "x"},
+				Extensions: map[string]any{model.StateExtension: `{"version": 4, "resources": [`}}
 			gone := func(list []*model.Resource) []error {
 				_, errs := all(derefs(list), func(r model.Resource) (*model.Resource, error) { return nil, rt.Delete(ctx, r) })
 				return errs
@@ -287,7 +291,7 @@ func TestIntegrationBatch(t *testing.T) {
 					t.Fatalf("apply %s again: %v", rs[i].ID, err)
 				}
 			}
-			errs = gone(append(again, &ghost))
+			errs = gone(append(again, &ghost, &torn))
 			for i, err := range errs[:len(rs)] {
 				if err != nil {
 					t.Errorf("destroy %s beside a broken resource: %v", rs[i].ID, err)
@@ -295,6 +299,9 @@ func TestIntegrationBatch(t *testing.T) {
 			}
 			if err := errs[len(rs)]; err == nil || !strings.HasPrefix(err.Error(), "destroy "+ghost.ID+": ") || !strings.Contains(err.Error(), ".input") {
 				t.Errorf("the broken resource's error = %v, want one naming it and what is wrong", err)
+			}
+			if err := errs[len(rs)+1]; err == nil || !strings.HasPrefix(err.Error(), "destroy "+torn.ID+": state of "+torn.ID) {
+				t.Errorf("the torn state's error = %v, want one naming it and its state", err)
 			}
 			if _, err := os.Stat(filepath.Join(files, "note.txt")); !os.IsNotExist(err) {
 				t.Errorf("the local file is still there after a destroy beside a broken resource: %v", err)

@@ -126,12 +126,9 @@ func (op *operation) refresh(ctx context.Context, r *Runtime) (*model.Resource, 
 func (op *operation) refreshAlone(ctx context.Context, r *Runtime) (*model.Resource, error) {
 	var out *model.Resource
 	err := op.run(ctx, r, "", false, func(w *workdir) error {
-		if _, err := w.tf.Plan(ctx, tfexec.RefreshOnly(true), tfexec.Out(planFile)); err != nil {
-			return err
-		}
-		plan, err := w.tf.ShowPlanFile(ctx, planFile)
+		plan, err := w.plan(ctx, tfexec.RefreshOnly(true))
 		if err != nil {
-			return fmt.Errorf("show plan: %w", err)
+			return err
 		}
 		out = op.refreshed(plan)
 		return nil
@@ -299,17 +296,10 @@ func (op *operation) plan(ctx context.Context, r *Runtime, importID string, keep
 
 // planAlone plans the resource in a folder of its own: what a batch falls
 // back to when its plan fails, so that the error is this resource's.
-func (op *operation) planAlone(ctx context.Context, r *Runtime, importID string) (*tfjson.Plan, error) {
-	var plan *tfjson.Plan
-	err := op.run(ctx, r, importID, true, func(w *workdir) error {
-		if _, err := w.tf.Plan(ctx, tfexec.Out(planFile)); err != nil {
-			return err
-		}
-		var err error
-		if plan, err = w.tf.ShowPlanFile(ctx, planFile); err != nil {
-			return fmt.Errorf("show plan: %w", err)
-		}
-		return nil
+func (op *operation) planAlone(ctx context.Context, r *Runtime, importID string) (plan *tfjson.Plan, err error) {
+	err = op.run(ctx, r, importID, true, func(w *workdir) error {
+		plan, err = w.plan(ctx)
+		return err
 	})
 	return plan, err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
 )
 
 const (
@@ -187,6 +188,20 @@ func (f *folders) init(ctx context.Context, w *workdir, providerKey string) erro
 		}
 	}
 	return writeFile(marker, []byte(providerKey))
+}
+
+// plan plans into the folder's plan file and reads the plan back. A failed
+// plan returns Terraform's own account of it.
+func (w *workdir) plan(ctx context.Context, opts ...tfexec.PlanOption) (*tfjson.Plan, error) {
+	var diags diagnostics
+	if _, err := w.tf.PlanJSON(ctx, &diags, append(opts, tfexec.Out(planFile))...); err != nil {
+		return nil, diags.or(err)
+	}
+	plan, err := w.tf.ShowPlanFile(ctx, planFile)
+	if err != nil {
+		return nil, fmt.Errorf("show plan: %w", err)
+	}
+	return plan, nil
 }
 
 // rawState is the folder's state file, nil when Terraform wrote none.
