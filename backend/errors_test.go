@@ -50,9 +50,10 @@ func TestAccessErrors(t *testing.T) {
 
 // TestRefusalIsNeverMissing: an S3 server's refusal must not read as a
 // missing bucket or object, whatever its request id says. gocloud's s3 driver
-// calls any error whose text holds "301" NotFound; MinIO's ids are random hex,
-// so one Open in a few hundred against a real MinIO hit it. A missing release
-// read as "none yet" could be written over; this server pins the id.
+// calls any error whose text holds "301" NotFound; a MinIO answer's request
+// and host ids are about 80 random hex digits, so about one refusal in fifty
+// hit it. A refused read taken for a missing release could be written over;
+// this server pins the id.
 func TestRefusalIsNeverMissing(t *testing.T) {
 	tests := []struct {
 		name   string
