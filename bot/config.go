@@ -66,13 +66,22 @@ type Config struct {
 	// merged pull requests whose apply left no release
 	// (KUSIONPR_RECOVER_WINDOW, default 24h; 0 turns it off).
 	RecoverWindow time.Duration `json:"recoverWindow"`
+	// MaxUnverifiedBytes bounds the webhook bodies held in memory at once
+	// before their signature is checked (KUSIONPR_MAX_UNVERIFIED_BYTES,
+	// default 64 MiB); MaxCheckoutBytes and MaxCheckoutFiles bound what a
+	// repository's archive may unpack to (KUSIONPR_MAX_CHECKOUT_BYTES,
+	// default 1 GiB; KUSIONPR_MAX_CHECKOUT_FILES, default 100000).
+	MaxUnverifiedBytes int64 `json:"maxUnverifiedBytes"`
+	MaxCheckoutBytes   int64 `json:"maxCheckoutBytes"`
+	MaxCheckoutFiles   int64 `json:"maxCheckoutFiles"`
 }
 
 // LoadConfig reads the configuration; getenv is os.Getenv outside tests.
 func LoadConfig(getenv func(string) string) (*Config, error) {
 	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4,
 		RequireApproval: true, RequireMergeable: true, RequireChecks: true, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
-		HoldWait: 30 * time.Minute, RecoverWindow: 24 * time.Hour}
+		HoldWait: 30 * time.Minute, RecoverWindow: 24 * time.Hour,
+		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -144,6 +153,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	dur("KUSIONPR_LEASE", &c.Lease)
 	dur("KUSIONPR_HOLD_WAIT", &c.HoldWait)
 	dur("KUSIONPR_RECOVER_WINDOW", &c.RecoverWindow)
+	num("KUSIONPR_MAX_UNVERIFIED_BYTES", func(n int64) { c.MaxUnverifiedBytes = n })
+	num("KUSIONPR_MAX_CHECKOUT_BYTES", func(n int64) { c.MaxCheckoutBytes = n })
+	num("KUSIONPR_MAX_CHECKOUT_FILES", func(n int64) { c.MaxCheckoutFiles = n })
 
 	if c.WebhookSecret == "" {
 		errs = append(errs, errors.New("KUSIONPR_WEBHOOK_SECRET is not set: the bot refuses unsigned webhooks, so it needs the App's webhook secret"))
@@ -163,6 +175,14 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_CONCURRENCY must be at least 1, not %d", c.Concurrency))
+	}
+	for _, l := range []struct {
+		name     string
+		v, least int64
+	}{{"KUSIONPR_MAX_UNVERIFIED_BYTES", c.MaxUnverifiedBytes, 1 << 20}, {"KUSIONPR_MAX_CHECKOUT_BYTES", c.MaxCheckoutBytes, 1}, {"KUSIONPR_MAX_CHECKOUT_FILES", c.MaxCheckoutFiles, 1}} {
+		if l.v < l.least {
+			errs = append(errs, fmt.Errorf("%s must be at least %d, not %d", l.name, l.least, l.v))
+		}
 	}
 	return c, errors.Join(errs...)
 }

@@ -57,6 +57,14 @@ func TestLoadConfig(t *testing.T) {
 		{"a bad duration", with("KUSIONPR_LEASE", "5"), nil, "KUSIONPR_LEASE: time: missing unit"},
 		{"an unknown setting in the file", with("KUSIONPR_CONFIG", bad), nil, `unknown field "workspaces"`},
 		{"a bad duration in the file", with("KUSIONPR_CONFIG", badDur), nil, "lease: time: invalid duration"},
+		{"load limits' defaults", base, func(c *Config) bool {
+			return c.MaxUnverifiedBytes == 64<<20 && c.MaxCheckoutBytes == 1<<30 && c.MaxCheckoutFiles == 100000
+		}, ""},
+		{"load limits set", with("KUSIONPR_MAX_UNVERIFIED_BYTES", "104857600", "KUSIONPR_MAX_CHECKOUT_BYTES", "5368709120", "KUSIONPR_MAX_CHECKOUT_FILES", "20000"), func(c *Config) bool {
+			return c.MaxUnverifiedBytes == 100<<20 && c.MaxCheckoutBytes == 5<<30 && c.MaxCheckoutFiles == 20000
+		}, ""},
+		{"an unverified budget too small for any delivery", with("KUSIONPR_MAX_UNVERIFIED_BYTES", "1000"), nil, "KUSIONPR_MAX_UNVERIFIED_BYTES must be at least 1048576, not 1000"},
+		{"no checkout allowed", with("KUSIONPR_MAX_CHECKOUT_FILES", "0"), nil, "KUSIONPR_MAX_CHECKOUT_FILES must be at least 1, not 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := LoadConfig(env(tc.env))

@@ -29,6 +29,14 @@ type Bot struct {
 	// base is the context jobs run under: cancelled when a drain times out.
 	base   context.Context
 	cancel context.CancelFunc
+
+	// commands remembers the comments whose command was taken, so that
+	// one delivered again under another id is dropped without a call to
+	// GitHub; the comment's reaction (Claim) is what holds across
+	// restarts and replicas.
+	commands *webhook.Dedup
+	// budget bounds the webhook bodies read before their signature holds.
+	budget *webhook.Budget
 }
 
 // New checks the configuration and prepares the bot.
@@ -50,6 +58,8 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 		seen: webhook.NewDedup(10000, 24*time.Hour),
 		base: base, cancel: cancel,
 	}
+	b.commands = webhook.NewDedup(10000, 24*time.Hour)
+	b.budget = webhook.NewBudget(cfg.MaxUnverifiedBytes, budgetWait)
 	b.ready.Store(true)
 	return b, nil
 }
@@ -84,37 +94,58 @@ func (b *Bot) Drain(ctx context.Context) error {
 	return err
 }
 
+// budgetWait is how long a delivery waits for room among the bodies being
+// received before it is answered 503: GitHub gives up on an answer after
+// ten seconds, so waiting longer would not save it.
+const budgetWait = 5 * time.Second
+
 // webhook answers at once: verified, deduplicated, queued.
 func (b *Bot) webhook(w http.ResponseWriter, r *http.Request) {
-	d, err := webhook.Receive(r, b.secret)
+	d, err := webhook.Receive(r, b.secret, b.budget)
 	if err != nil {
 		status := http.StatusBadRequest
 		var we *webhook.Error
 		if errors.As(err, &we) {
 			status = we.Status
+			if we.RetryAfter > 0 {
+				w.Header().Set("Retry-After", fmt.Sprint(int(we.RetryAfter.Seconds()+0.5)))
+			}
 		}
-		b.m.webhooks.WithLabelValues(r.Header.Get("X-GitHub-Event"), "refused").Inc()
+		// The event header of a refused request is anyone's word: as a
+		// label it would make a new series per value sent.
+		b.m.webhooks.WithLabelValues("unverified", "refused").Inc()
 		b.log.Warn("webhook refused", "status", status, "reason", err.Error(), "remote", r.RemoteAddr)
 		http.Error(w, err.Error(), status)
 		return
 	}
 	if b.seen.Seen(d.ID) {
-		b.m.webhooks.WithLabelValues(d.Event, "duplicate").Inc()
+		b.m.webhooks.WithLabelValues(eventLabel(d.Event), "duplicate").Inc()
 		writeJSON(w, http.StatusOK, map[string]string{"result": "duplicate delivery ignored"})
 		return
 	}
 	outcome, err := b.dispatch(d)
 	if err != nil {
-		b.m.webhooks.WithLabelValues(d.Event, "refused").Inc()
+		b.m.webhooks.WithLabelValues(eventLabel(d.Event), "refused").Inc()
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	b.m.webhooks.WithLabelValues(d.Event, outcome).Inc()
+	b.m.webhooks.WithLabelValues(eventLabel(d.Event), outcome).Inc()
 	status := http.StatusOK
 	if outcome == "accepted" {
 		status = http.StatusAccepted
 	}
 	writeJSON(w, status, map[string]string{"result": outcome})
+}
+
+// eventLabel is the event as a metric label: the events the bot handles by
+// name, any other as "other". The header is not covered by the signature,
+// so whoever holds one signed body could otherwise mint series at will.
+func eventLabel(event string) string {
+	switch event {
+	case "pull_request", "issue_comment", "ping":
+		return event
+	}
+	return "other"
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

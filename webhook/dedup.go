@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"container/list"
+	"crypto/sha256"
 	"sync"
 	"time"
 )
@@ -10,18 +11,21 @@ import (
 // retry, or someone pressing "Redeliver") does not run a command twice.
 // It is bounded in both size and age, so a flood of deliveries cannot grow
 // it without limit; the price is that an id pushed out early is handled
-// again if it comes back. It is safe for concurrent use.
+// again if it comes back. An id is kept as its SHA-256, so an entry costs
+// the same whatever the id's length. It is safe for concurrent use.
 type Dedup struct {
 	mu    sync.Mutex
 	size  int
 	ttl   time.Duration
 	order *list.List // of entry, oldest first: ids are never refreshed, so first seen is also first to expire
-	ids   map[string]*list.Element
+	ids   map[key]*list.Element
 	now   func() time.Time // replaced in tests
 }
 
+type key [sha256.Size]byte
+
 type entry struct {
-	id   string
+	id   key
 	seen time.Time
 }
 
@@ -32,7 +36,7 @@ func NewDedup(size int, ttl time.Duration) *Dedup {
 		size:  max(size, 1),
 		ttl:   ttl,
 		order: list.New(),
-		ids:   make(map[string]*list.Element),
+		ids:   make(map[key]*list.Element),
 		now:   time.Now,
 	}
 }
@@ -45,10 +49,11 @@ func (d *Dedup) Seen(id string) bool {
 	defer d.mu.Unlock()
 	now := d.now()
 	d.expire(now)
-	if _, ok := d.ids[id]; ok {
+	k := key(sha256.Sum256([]byte(id)))
+	if _, ok := d.ids[k]; ok {
 		return true
 	}
-	d.ids[id] = d.order.PushBack(entry{id: id, seen: now})
+	d.ids[k] = d.order.PushBack(entry{id: k, seen: now})
 	for d.order.Len() > d.size {
 		d.remove(d.order.Front())
 	}
@@ -60,7 +65,7 @@ func (d *Dedup) Seen(id string) bool {
 func (d *Dedup) Forget(id string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if e, ok := d.ids[id]; ok {
+	if e, ok := d.ids[key(sha256.Sum256([]byte(id)))]; ok {
 		d.remove(e)
 	}
 }

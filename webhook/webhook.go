@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // MaxBody is GitHub's cap on a delivery's payload (25 MB); larger bodies are
@@ -46,6 +47,8 @@ type Delivery struct {
 type Error struct {
 	Status int
 	Reason string
+	// RetryAfter, when set, is for a Retry-After header (with 503).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Reason }
@@ -55,12 +58,16 @@ func refuse(status int, format string, args ...any) *Error {
 }
 
 // Receive reads and verifies a delivery. Nothing of the request is looked
-// at beyond its method, size and signature until the signature holds, so a
-// stranger learns nothing but "unauthorized". Errors are *Error: 405 (the
-// caller should add "Allow: POST"), 401 for a missing or wrong signature,
-// 413 for a body over MaxBody, 415 for a content type GitHub does not send,
-// 400 for anything else malformed.
-func Receive(r *http.Request, secret []byte) (*Delivery, error) {
+// at beyond its method, headers' shape and size and its signature until
+// the signature holds, so a stranger learns nothing but what GitHub
+// documents. The body is read only within budget (nil: no bound but
+// MaxBody per request), and hashed as it arrives. Errors are *Error: 405
+// (the caller should add "Allow: POST"), 401 for a missing or wrong
+// signature, 413 for a body over MaxBody or the budget, 415 for a content
+// type GitHub does not send, 503 (with RetryAfter) when the budget had no
+// room in time, 400 for anything else malformed, a delivery id that is not
+// GitHub's GUID among them.
+func Receive(r *http.Request, secret []byte, budget *Budget) (*Delivery, error) {
 	if r.Method != http.MethodPost {
 		return nil, refuse(http.StatusMethodNotAllowed, "webhooks are delivered with POST")
 	}
@@ -73,37 +80,80 @@ func Receive(r *http.Request, secret []byte) (*Delivery, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.ContentLength > MaxBody {
-		return nil, refuse(http.StatusRequestEntityTooLarge, "the body is over %d bytes", MaxBody)
-	}
-	if r.Body == nil {
-		return nil, refuse(http.StatusBadRequest, "the request has no body")
-	}
-	body, err := readLimited(r.Body, MaxBody)
-	if err != nil {
-		return nil, err
-	}
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
-	if !hmac.Equal(mac.Sum(nil), want) {
-		return nil, refuse(http.StatusUnauthorized, "%s does not match the body: check the webhook secret", signatureHeader)
-	}
-
 	d := &Delivery{
 		ID:     r.Header.Get("X-GitHub-Delivery"),
 		Event:  r.Header.Get("X-GitHub-Event"),
 		HookID: r.Header.Get("X-GitHub-Hook-ID"),
 	}
+	// Headers are checked before any byte of the body is read: what
+	// GitHub never sends costs nothing.
 	if d.Event == "" {
 		return nil, refuse(http.StatusBadRequest, "missing X-GitHub-Event header")
 	}
 	if d.ID == "" {
 		return nil, refuse(http.StatusBadRequest, "missing X-GitHub-Delivery header")
 	}
-	if d.Body, err = payload(r.Header.Get("Content-Type"), body); err != nil {
+	if !isGUID(d.ID) {
+		// The id is remembered to drop redeliveries: only GitHub's shape
+		// is, so its size is known. The value is not repeated.
+		return nil, refuse(http.StatusBadRequest, "X-GitHub-Delivery is not a GUID as GitHub sends")
+	}
+	limit := int64(MaxBody)
+	if budget != nil {
+		limit = min(limit, budget.largest())
+	}
+	if r.ContentLength > limit {
+		return nil, refuse(http.StatusRequestEntityTooLarge, "the body is over %d bytes", limit)
+	}
+	if r.Body == nil {
+		return nil, refuse(http.StatusBadRequest, "the request has no body")
+	}
+	if budget != nil {
+		share := r.ContentLength // net/http reads no more than it announces
+		if share < 0 {
+			share = limit
+		}
+		release, ok := budget.take(r.Context(), share)
+		if !ok {
+			return nil, &Error{Status: http.StatusServiceUnavailable, RetryAfter: budget.wait,
+				Reason: "too many webhook bodies are being received at once: retry later"}
+		}
+		defer release()
+	}
+	mac := hmac.New(sha256.New, secret)
+	chunks, err := readChunks(io.TeeReader(r.Body, mac), int(limit))
+	if err != nil {
+		return nil, err
+	}
+	if !hmac.Equal(mac.Sum(nil), want) {
+		return nil, refuse(http.StatusUnauthorized, "%s does not match the body: check the webhook secret", signatureHeader)
+	}
+	if d.Body, err = payload(r.Header.Get("Content-Type"), join(chunks)); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// isGUID reports whether id has the shape of X-GitHub-Delivery:
+// 72d3162e-cc78-11e3-81ab-4c9367dc0958.
+func isGUID(id string) bool {
+	if len(id) != 36 {
+		return false
+	}
+	for i := range len(id) {
+		c := id[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // parseSignature returns the MAC the sender claims. SHA-1 (X-Hub-Signature)
@@ -124,11 +174,21 @@ func parseSignature(h http.Header) ([]byte, error) {
 	return mac, nil
 }
 
-// readLimited reads all of r if it holds at most limit bytes. It reads in
+// readLimited reads all of r if it holds at most limit bytes.
+func readLimited(r io.Reader, limit int) ([]byte, error) {
+	chunks, err := readChunks(r, limit)
+	if err != nil {
+		return nil, err
+	}
+	return join(chunks), nil
+}
+
+// readChunks reads all of r if it holds at most limit bytes. It reads in
 // chunks that grow with what actually arrives, so a sender who announces a
 // big body and sends little costs little, and stops at limit+1 bytes
-// without joining them, so an oversize body costs about limit bytes at most.
-func readLimited(r io.Reader, limit int) ([]byte, error) {
+// without joining them, so an oversize body costs about limit bytes at
+// most, and a body whose signature fails is never copied.
+func readChunks(r io.Reader, limit int) ([][]byte, error) {
 	var chunks [][]byte
 	total, size := 0, 4<<10
 	for {
@@ -141,7 +201,7 @@ func readLimited(r io.Reader, limit int) ([]byte, error) {
 			return nil, refuse(http.StatusRequestEntityTooLarge, "the body is over %d bytes", limit)
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			break
+			return chunks, nil
 		}
 		if err != nil {
 			// An outer http.MaxBytesReader with a lower limit says so the
@@ -153,14 +213,21 @@ func readLimited(r io.Reader, limit int) ([]byte, error) {
 		}
 		size = min(2*size, 1<<20)
 	}
+}
+
+func join(chunks [][]byte) []byte {
 	if len(chunks) == 1 {
-		return chunks[0], nil
+		return chunks[0]
+	}
+	total := 0
+	for _, c := range chunks {
+		total += len(c)
 	}
 	body := make([]byte, 0, total)
 	for _, c := range chunks {
 		body = append(body, c...)
 	}
-	return body, nil
+	return body
 }
 
 // payload returns the event's JSON from a verified body. The signature

@@ -110,6 +110,24 @@ func TestReceive(t *testing.T) {
 		{name: "missing delivery id", req: base(func(r *request) {
 			delete(r.headers, "X-GitHub-Delivery")
 		}), status: 400},
+		{name: "delivery id in capitals", req: base(func(r *request) {
+			r.headers["X-GitHub-Delivery"] = "72D3162E-CC78-11E3-81AB-4C9367DC0958"
+		}), wantBody: body},
+		{name: "delivery id not a GUID", req: base(func(r *request) {
+			r.headers["X-GitHub-Delivery"] = "1"
+		}), status: 400},
+		{name: "delivery id of 900 KB", req: base(func(r *request) {
+			r.headers["X-GitHub-Delivery"] = strings.Repeat("72d3162e-cc78-11e3-81ab-4c9367dc0958", 25000)
+		}), status: 400},
+		{name: "delivery id with a GUID inside", req: base(func(r *request) {
+			r.headers["X-GitHub-Delivery"] = "x72d3162e-cc78-11e3-81ab-4c9367dc0958"
+		}), status: 400},
+		{name: "delivery id with dashes misplaced", req: base(func(r *request) {
+			r.headers["X-GitHub-Delivery"] = "72d3162ec-c78-11e3-81ab-4c9367dc0958"
+		}), status: 400},
+		{name: "delivery id not hex", req: base(func(r *request) {
+			r.headers["X-GitHub-Delivery"] = "72d3162g-cc78-11e3-81ab-4c9367dc0958"
+		}), status: 400},
 		{name: "invalid JSON", req: base(func(r *request) {
 			r.body = `{"action":`
 			r.headers["X-Hub-Signature-256"] = sign(testSecret, r.body)
@@ -154,7 +172,7 @@ func TestReceive(t *testing.T) {
 			for k, v := range tt.req.headers {
 				r.Header.Set(k, v)
 			}
-			d, err := Receive(r, []byte(secret))
+			d, err := Receive(r, []byte(secret), nil)
 			if tt.status == 0 {
 				if err != nil {
 					t.Fatalf("Receive: %v", err)
@@ -218,12 +236,12 @@ func TestReceiveOversize(t *testing.T) {
 			r.ContentLength = tt.contentLength
 			r.Header.Set("Content-Type", "application/json")
 			r.Header.Set("X-GitHub-Event", "push")
-			r.Header.Set("X-GitHub-Delivery", "1")
+			r.Header.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
 			r.Header.Set("X-Hub-Signature-256", sign(testSecret, ""))
 
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := Receive(r, []byte(testSecret))
+			_, err := Receive(r, []byte(testSecret), nil)
 			runtime.ReadMemStats(&after)
 
 			if e, ok := errors.AsType[*Error](err); !ok || e.Status != http.StatusRequestEntityTooLarge {

@@ -34,8 +34,13 @@ func run(getenv func(string) string, stderr *os.File) int {
 		fmt.Fprintf(stderr, "bot: %v\n", err)
 		return 2
 	}
-	// Headers must come fast; a body may take a while to arrive (25 MB).
-	srv := &http.Server{Addr: cfg.Listen, Handler: b.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 2 * time.Minute}
+	// Headers must come fast, and be small (GitHub's are a few hundred
+	// bytes; net/http would take a megabyte from anyone). The whole request
+	// must be in within 20 s: GitHub gives up on an answer after 10, and a
+	// body still arriving holds part of the bot's budget for unverified
+	// bodies (KUSIONPR_MAX_UNVERIFIED_BYTES).
+	srv := &http.Server{Addr: cfg.Listen, Handler: b.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 20 * time.Second,
+		MaxHeaderBytes: 64 << 10}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
