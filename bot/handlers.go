@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -118,6 +119,12 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 			return "ignored", nil
 		}
 		j.number, j.command, j.commentID, j.actor = ev.Issue.Number, cmd, ev.Comment.ID, ev.Comment.User.Login
+		// One command per comment, whatever delivery brought it: a
+		// signed body replayed under a fresh delivery id is the same
+		// comment. The id is GitHub's, so the key is fixed in size.
+		if b.commands.Seen(fmt.Sprintf("%d/%d", ev.Installation.ID, ev.Comment.ID)) {
+			return "duplicate", nil
+		}
 	default:
 		return "ignored", nil
 	}
@@ -161,7 +168,20 @@ func (b *Bot) run(ctx context.Context, j job) {
 			log.Warn("reply failed", "error", err)
 		}
 	}
-	react("eyes")
+	if j.commentID != 0 {
+		// The bot's "eyes" reaction says the command was taken; GitHub
+		// keeps one per user and content, so only the first to add it,
+		// in this replica or another, before or after a restart, goes on.
+		took, err := gh.Claim(ctx, j.commentID)
+		if err != nil {
+			log.Error("the command could not be marked as taken, so it was not run", "comment", j.commentID, "error", err)
+			return
+		}
+		if !took {
+			log.Warn("the command was taken before (the bot's eyes reaction is on its comment): not run again", "comment", j.commentID)
+			return
+		}
+	}
 
 	switch j.command.Verb {
 	case chatops.Help:
@@ -205,8 +225,8 @@ func (b *Bot) run(ctx context.Context, j job) {
 		return
 	}
 	defer os.RemoveAll(dir)
-	if err := gh.Checkout(ctx, ref, dir); err != nil {
-		refuse(err.Error())
+	if err := gh.Checkout(ctx, ref, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
+		refuse(checkoutRefusal(ref, err))
 		return
 	}
 	if !j.afterMerge && j.command.Verb == chatops.Apply {
@@ -314,6 +334,20 @@ func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *github
 		}
 	}
 	return ""
+}
+
+// checkoutRefusal says why the repository at ref was not checked out,
+// naming the setting when a limit was met.
+func checkoutRefusal(ref string, err error) string {
+	le, ok := errors.AsType[*githubapi.ArchiveLimitError](err)
+	if !ok {
+		return err.Error()
+	}
+	setting := "KUSIONPR_MAX_CHECKOUT_BYTES"
+	if le.Files {
+		setting = "KUSIONPR_MAX_CHECKOUT_FILES"
+	}
+	return fmt.Sprintf("the repository at %s is larger than the bot checks out: %s (the limit is the bot's %s)", short(ref), le.Error(), setting)
 }
 
 func commandName(j job) string {

@@ -1,16 +1,11 @@
 package githubapi
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -314,12 +309,10 @@ func (c *Client) React(ctx context.Context, commentID int64, content string) err
 	return nil
 }
 
-// maxArchive bounds a repository download.
-const maxArchive = 1 << 30
-
 // Checkout downloads the repository at ref into dir (GitHub's tarball, its
-// top folder stripped).
-func (c *Client) Checkout(ctx context.Context, ref, dir string) error {
+// top folder stripped), within lim; past a limit the error is an
+// *ArchiveLimitError, and on any error dir is left empty.
+func (c *Client) Checkout(ctx context.Context, ref, dir string, lim ArchiveLimits) error {
 	u, _, err := c.gh.Repositories.GetArchiveLink(ctx, c.owner, c.repo, github.Tarball, &github.RepositoryContentGetOptions{Ref: ref}, 3)
 	if err != nil {
 		return fmt.Errorf("archive of %s: %w", ref, err)
@@ -343,52 +336,5 @@ func (c *Client) Checkout(ctx context.Context, ref, dir string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("download %s at %s: %s", c.repo, ref, resp.Status)
 	}
-	return untar(io.LimitReader(resp.Body, maxArchive), dir)
-}
-
-func untar(r io.Reader, dir string) error {
-	gz, err := gzip.NewReader(r)
-	if err != nil {
-		return fmt.Errorf("archive: %w", err)
-	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("archive: %w", err)
-		}
-		// Entries sit under one top folder (owner-repo-sha/).
-		_, rel, ok := strings.Cut(h.Name, "/")
-		if !ok || rel == "" {
-			continue
-		}
-		target := filepath.Join(dir, filepath.FromSlash(rel))
-		if !strings.HasPrefix(target, filepath.Clean(dir)+string(filepath.Separator)) {
-			return fmt.Errorf("archive: entry %q leaves the folder", h.Name)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, tr)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
+	return untar(resp.Body, dir, lim)
 }

@@ -37,15 +37,32 @@ var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
 // folder in it is left out, as git archive leaves it out. A ref that is
 // not a full sha gets a made-up commit sha, stable for owner/repo@ref.
 func (s *Server) SetTree(owner, repo, ref, dir string) {
-	sha := ref
-	if !fullSHA.MatchString(ref) {
-		sum := sha1.Sum([]byte("githubfake\x00" + repoKey(owner, repo) + "\x00" + shortRef(ref)))
-		sha = hex.EncodeToString(sum[:])
-	}
+	sha := commitSHA(owner, repo, ref)
 	tgz, err := buildTarball(fmt.Sprintf("%s-%s-%s/", owner, repo, sha[:7]), sha, dir)
 	if err != nil {
 		panic(fmt.Sprintf("githubfake: SetTree %s/%s@%s: %v", owner, repo, ref, err))
 	}
+	s.setArchive(owner, repo, ref, sha, tgz)
+}
+
+// SetTarball makes tgz, as it is, the archive of the repository at ref:
+// what a hostile repository's archive does to whoever downloads it (a
+// gzip bomb, tens of thousands of files) without building it on disk.
+func (s *Server) SetTarball(owner, repo, ref string, tgz []byte) {
+	s.setArchive(owner, repo, ref, commitSHA(owner, repo, ref), tgz)
+}
+
+// commitSHA is ref if it is a full sha, else a made-up one, stable for
+// owner/repo@ref.
+func commitSHA(owner, repo, ref string) string {
+	if fullSHA.MatchString(ref) {
+		return ref
+	}
+	sum := sha1.Sum([]byte("githubfake\x00" + repoKey(owner, repo) + "\x00" + shortRef(ref)))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Server) setArchive(owner, repo, ref, sha string, tgz []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.trees[repoKey(owner, repo)+"@"+shortRef(ref)] = &tree{owner: owner, name: repo, ref: ref, sha: sha, tgz: tgz}
