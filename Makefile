@@ -21,6 +21,8 @@ unit:
 test: vet
 	bash $(TESTENV) start
 	eval "$$(bash $(TESTENV) env)" && KUSIONPR_REQUIRE_TESTENV=1 $(GO) test -race -timeout 30m ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime 15s ./webhook/
+	$(GO) test -run '^$$' -fuzz '^FuzzUntar$$' -fuzztime 15s ./githubapi/
 
 testenv:
 	bash $(TESTENV) start
