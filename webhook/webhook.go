@@ -174,15 +174,6 @@ func parseSignature(h http.Header) ([]byte, error) {
 	return mac, nil
 }
 
-// readLimited reads all of r if it holds at most limit bytes.
-func readLimited(r io.Reader, limit int) ([]byte, error) {
-	chunks, err := readChunks(r, limit)
-	if err != nil {
-		return nil, err
-	}
-	return join(chunks), nil
-}
-
 // readChunks reads all of r if it holds at most limit bytes. It reads in
 // chunks that grow with what actually arrives, so a sender who announces a
 // big body and sends little costs little, and stops at limit+1 bytes

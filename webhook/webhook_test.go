@@ -259,7 +259,7 @@ func TestReceiveOversize(t *testing.T) {
 	}
 }
 
-func TestReadLimited(t *testing.T) {
+func TestReadChunks(t *testing.T) {
 	const limit = 10 << 10 // crosses chunk boundaries (4 KiB, then 8 KiB)
 	tests := []struct {
 		size    int
@@ -270,7 +270,8 @@ func TestReadLimited(t *testing.T) {
 	}
 	for _, tt := range tests {
 		in := bytes.Repeat([]byte("0123456789abcdef"), tt.size/16+1)[:tt.size]
-		got, err := readLimited(bytes.NewReader(in), limit)
+		chunks, err := readChunks(bytes.NewReader(in), limit)
+		got := join(chunks)
 		if tt.tooLong {
 			if e, ok := errors.AsType[*Error](err); !ok || e.Status != http.StatusRequestEntityTooLarge {
 				t.Errorf("size %d: err = %v, want 413", tt.size, err)
@@ -285,7 +286,7 @@ func TestReadLimited(t *testing.T) {
 
 func TestReadLimitedOuterMaxBytesReader(t *testing.T) {
 	body := http.MaxBytesReader(nil, io.NopCloser(&zeros{}), 100)
-	_, err := readLimited(body, MaxBody)
+	_, err := readChunks(body, MaxBody)
 	if e, ok := errors.AsType[*Error](err); !ok || e.Status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("err = %v, want 413", err)
 	}
