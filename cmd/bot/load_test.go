@@ -254,9 +254,13 @@ func TestReplayedCommandRunsOnce(t *testing.T) {
 		githubfake.Deliver(t, b.url+"/webhook", secret, "issue_comment", ev)
 	}
 	for i, b := range []*botProc{restarted, replica} {
-		w.waitFor(fmt.Sprintf("bot %d to find the command taken", i+1), func() bool {
-			return strings.Contains(b.logs.String(), "the command was taken before")
+		w.waitFor(fmt.Sprintf("bot %d to decide on the replay", i+1), func() bool {
+			logs := b.logs.String()
+			return strings.Contains(logs, "the command was taken before") || strings.Contains(logs, `"msg":"running"`)
 		})
+		if logs := b.logs.String(); !strings.Contains(logs, "the command was taken before") {
+			t.Errorf("bot %d ran the replayed command again:\n%s", i+1, logs)
+		}
 	}
 
 	if revs, err := s.Revisions(context.Background(), "web", "default"); err != nil || len(revs) != 1 {
