@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kusionpr/kusionpr/runtime/terraform"
 )
 
 // Config is the bot's settings: environment variables (KUSIONPR_*), over an
@@ -74,6 +76,17 @@ type Config struct {
 	MaxUnverifiedBytes int64 `json:"maxUnverifiedBytes"`
 	MaxCheckoutBytes   int64 `json:"maxCheckoutBytes"`
 	MaxCheckoutFiles   int64 `json:"maxCheckoutFiles"`
+	// TerraformProviders are provider sources a spec may use besides the
+	// public registries' hashicorp/* and what the Terraform CLI
+	// configuration mirrors (KUSIONPR_TERRAFORM_PROVIDERS, comma-separated
+	// host/namespace/type patterns).
+	TerraformProviders []string `json:"terraformProviders"`
+	// TerraformEnv names the variables of the bot's environment Terraform
+	// and its providers get besides what Terraform itself needs
+	// (KUSIONPR_TERRAFORM_ENV, comma-separated names or patterns such as
+	// ARM_*). Nothing else is passed on: not the App key, the webhook
+	// secret or the release store's credentials.
+	TerraformEnv []string `json:"terraformEnv"`
 }
 
 // LoadConfig reads the configuration; getenv is os.Getenv outside tests.
@@ -137,6 +150,18 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	str("KUSIONPR_WORKSPACE", &c.Workspace)
 	str("KUSIONPR_ROOT", &c.Root)
 	num("KUSIONPR_CONCURRENCY", func(n int64) { c.Concurrency = int(n) })
+	strs := func(name string, dst *[]string) {
+		if v := getenv(name); v != "" {
+			*dst = nil
+			for _, x := range strings.Split(v, ",") {
+				if x = strings.TrimSpace(x); x != "" {
+					*dst = append(*dst, x)
+				}
+			}
+		}
+	}
+	strs("KUSIONPR_TERRAFORM_PROVIDERS", &c.TerraformProviders)
+	strs("KUSIONPR_TERRAFORM_ENV", &c.TerraformEnv)
 	if v := getenv("KUSIONPR_ALLOW_REPOS"); v != "" {
 		c.AllowRepos = nil
 		for _, r := range strings.Split(v, ",") {
@@ -172,6 +197,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	}
 	if c.PrivateKey == "" && c.PrivateKeyPath == "" {
 		errs = append(errs, errors.New("KUSIONPR_APP_PRIVATE_KEY or KUSIONPR_APP_PRIVATE_KEY_PATH is not set"))
+	}
+	if err := (terraform.Config{AllowProviders: c.TerraformProviders, PassEnv: c.TerraformEnv}).CheckSettings(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_CONCURRENCY must be at least 1, not %d", c.Concurrency))

@@ -48,6 +48,11 @@ func TestLoadConfig(t *testing.T) {
 			return c.Workspace == "prod" && c.ShutdownTimeout == 90*time.Second && c.HoldWait == 2*time.Minute &&
 				len(c.AllowRepos) == 1 && !c.RequireChecks && c.allowed("Octo/Web") && !c.allowed("octo/api")
 		}, ""},
+		{"terraform settings", with("KUSIONPR_TERRAFORM_PROVIDERS", "registry.terraform.io/acme/*, corp/*", "KUSIONPR_TERRAFORM_ENV", "AWS_REGION,ARM_*"), func(c *Config) bool {
+			return strings.Join(c.TerraformProviders, " ") == "registry.terraform.io/acme/* corp/*" && strings.Join(c.TerraformEnv, " ") == "AWS_REGION ARM_*"
+		}, ""},
+		{"a provider pattern without a type", with("KUSIONPR_TERRAFORM_PROVIDERS", "registry.terraform.io/acme/x/y"), nil, "KUSIONPR_TERRAFORM_PROVIDERS"},
+		{"a variable pattern that is not one", with("KUSIONPR_TERRAFORM_ENV", "AWS_[REGION"), nil, "KUSIONPR_TERRAFORM_ENV"},
 		{"no secret", with("KUSIONPR_WEBHOOK_SECRET", ""), nil, "KUSIONPR_WEBHOOK_SECRET is not set"},
 		{"no app", map[string]string{"KUSIONPR_WEBHOOK_SECRET": "s"}, nil, "KUSIONPR_APP_ID is not set"},
 		{"no key", map[string]string{"KUSIONPR_WEBHOOK_SECRET": "s", "KUSIONPR_APP_ID": "1"}, nil, "KUSIONPR_APP_PRIVATE_KEY or KUSIONPR_APP_PRIVATE_KEY_PATH is not set"},

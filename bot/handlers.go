@@ -239,6 +239,7 @@ func (b *Bot) run(ctx context.Context, j job) {
 	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, ForceConflicts: true, Lease: b.cfg.Lease,
 		WaitHeld: b.cfg.HoldWait, Logger: log,
 		Origin: &model.Origin{PullRequest: j.number, SHA: ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt}}
+	opts.TerraformProviders, opts.TerraformEnv = b.cfg.TerraformProviders, b.cfg.TerraformEnv
 	if j.afterMerge {
 		opts.Skip = mergeSkip(ref, j.mergedAt, j.recovering)
 	}

@@ -61,6 +61,12 @@ type Options struct {
 	// TerraformCache holds Terraform's working folders and plugin cache;
 	// default the user cache folder's kusionpr/terraform.
 	TerraformCache string
+	// TerraformProviders are provider sources allowed besides the defaults
+	// (terraform.Config.AllowProviders); TerraformEnv the variables of ours
+	// terraform and its providers get besides what Terraform needs
+	// (terraform.Config.PassEnv).
+	TerraformProviders []string
+	TerraformEnv       []string
 	// Lease is how long a running release holds its stack without a sign of
 	// life before the next run takes it as abandoned (default backend.DefaultLease).
 	Lease time.Duration
@@ -96,6 +102,11 @@ type Run struct {
 	Err     error
 }
 
+func terraformConfig(opts Options) terraform.Config {
+	return terraform.Config{Binary: opts.TerraformBinary, CacheDir: opts.TerraformCache, Logger: opts.Logger,
+		AllowProviders: opts.TerraformProviders, PassEnv: opts.TerraformEnv}
+}
+
 // RunStack loads the stack in dir and runs cmd on it.
 func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	run := &Run{}
@@ -113,6 +124,15 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	target := engine.Stack{Project: st.Project.Name, Workspace: ws, Stack: st.Name, Origin: opts.Origin}
 	if cmd != Destroy {
 		if target.Spec, err = StackSpec(ctx, st, ws, opts.Logger); err != nil {
+			run.Err = err
+			return run
+		}
+	}
+
+	if target.Spec != nil {
+		// A Terraform resource the runtime would refuse (a provisioner, a
+		// provider from anywhere) refuses the stack before anything runs.
+		if err := terraform.Validate(terraformConfig(opts), target.Spec.Resources); err != nil {
 			run.Err = err
 			return run
 		}
@@ -152,7 +172,7 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 				return kubernetes.New(ctx, c)
 			}},
 			model.Terraform: &lazy{build: func(context.Context) (engine.Runtime, error) {
-				return terraform.New(terraform.Config{Binary: opts.TerraformBinary, CacheDir: opts.TerraformCache, Logger: opts.Logger})
+				return terraform.New(terraformConfig(opts))
 			}},
 		},
 		Store:        store,

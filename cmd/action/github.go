@@ -87,6 +87,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		Origin:       &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command},
 		IgnoreFields: list(in("ignore-fields")),
 	}
+	opts.TerraformProviders, opts.TerraformEnv = list(in("terraform-providers")), list(in("terraform-env"))
 	if d := in("lease"); d != "" {
 		if opts.Lease, err = time.ParseDuration(d); err != nil {
 			ga.Errorf("input lease: %v", err)

@@ -224,9 +224,11 @@ func (r *Runtime) module(g []*job, withResources bool) (*module, error) {
 				configs = append(configs, pc)
 			}
 		}
-		body := map[string]any{}
-		for k, v := range j.op.res.Attributes {
-			body[k] = v
+		// The spec's attributes, written so that Terraform reads them as
+		// they are (literal.go); then what the runtime adds itself.
+		body, err := literalMap(j.op.res.Attributes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: attributes: %w", j.op.res.ID, err)
 		}
 		m.providers[i] = t.providerAddress()
 		if pc != nil {
@@ -244,7 +246,7 @@ func (r *Runtime) module(g []*job, withResources bool) (*module, error) {
 		}
 		resources[t.resourceType][t.name] = body
 		if j.importID != "" {
-			imports = append(imports, map[string]any{"to": t.address(), "id": j.importID})
+			imports = append(imports, map[string]any{"to": t.address(), "id": escapeTemplate(j.importID)})
 		}
 		keys = append(keys, t.providerKey(r.cfg.Binary))
 	}
@@ -260,9 +262,9 @@ func (r *Runtime) module(g []*job, withResources bool) (*module, error) {
 	}
 	providers := map[string][]any{}
 	for _, c := range configs {
-		block := map[string]any{}
-		for k, v := range c.meta {
-			block[k] = v
+		block, err := literalMap(c.meta)
+		if err != nil {
+			return nil, fmt.Errorf("extensions.providerMeta: %w", err)
 		}
 		if c.alias != "" {
 			block["alias"] = c.alias

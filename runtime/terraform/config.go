@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -21,11 +22,21 @@ type Config struct {
 	CacheDir string
 	// PluginCacheDir is TF_PLUGIN_CACHE_DIR; default CacheDir/plugins.
 	PluginCacheDir string
-	// Env is added to the environment of every terraform process (which
-	// otherwise inherits ours, so TF_CLI_CONFIG_FILE and cloud credentials
-	// work as usual).
-	Env    map[string]string
-	Logger *slog.Logger
+	// Env is added to the environment of every terraform process.
+	Env map[string]string
+	// PassEnv names the variables of ours, besides those Terraform itself
+	// needs (baseEnv), that terraform and its providers get: "AWS_REGION",
+	// or a pattern ("ARM_*", path.Match's syntax). Nothing else is passed
+	// on: the App key, the webhook secret, GitHub tokens and the release
+	// store's credentials stay out of reach of the providers a spec names.
+	PassEnv []string
+	// AllowProviders are provider sources a spec may name besides the
+	// defaults (the public registries' hashicorp/* and what the CLI
+	// configuration mirrors): host/namespace/type, "*" standing for a whole
+	// segment ("registry.terraform.io/acme/*"); namespace/type means either
+	// public registry.
+	AllowProviders []string
+	Logger         *slog.Logger
 }
 
 // ErrNoBinary is returned when no terraform or tofu executable can be found.
@@ -70,17 +81,66 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := c.CheckSettings(); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
-// environ is the environment of a terraform process. terraform-exec refuses
-// the variables it manages itself (logging, input, TF_CLI_ARGS, TF_VAR_...),
-// so those are left out rather than failing every command.
+// CheckSettings reports a malformed PassEnv or AllowProviders pattern,
+// naming the setting: what a configuration loader checks at start.
+func (c Config) CheckSettings() error {
+	for _, p := range c.PassEnv {
+		if _, err := path.Match(p, ""); err != nil || p == "" || strings.ContainsAny(p, "=\x00") {
+			return fmt.Errorf("%s: %q is not a variable name or pattern", EnvSetting, p)
+		}
+	}
+	if _, err := parsePatterns(c.AllowProviders); err != nil {
+		return fmt.Errorf("%s: %w", ProvidersSetting, err)
+	}
+	return nil
+}
+
+// EnvSetting and ProvidersSetting name the settings of PassEnv and
+// AllowProviders in errors, as the action and the bot spell them.
+const (
+	EnvSetting       = "terraform-env (--terraform-env, KUSIONPR_TERRAFORM_ENV)"
+	ProvidersSetting = "terraform-providers (--terraform-providers, KUSIONPR_TERRAFORM_PROVIDERS)"
+)
+
+// baseEnv is what terraform, tofu and the providers need of our environment
+// whoever runs them: where programs and home are, temporary files, locale,
+// proxies and CA certificates, Terraform's own settings (the CLI
+// configuration, registry tokens, the plugin cache) and the update check.
+var baseEnv = []string{
+	"PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "LC_*",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+	"SSL_CERT_FILE", "SSL_CERT_DIR",
+	"TF_*", "CHECKPOINT_DISABLE",
+}
+
+// passes says whether our variable name goes to terraform.
+func (c Config) passes(name string) bool {
+	for _, lists := range [][]string{baseEnv, c.PassEnv} {
+		for _, p := range lists {
+			if ok, _ := path.Match(p, name); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// environ is the environment of a terraform process: built from an
+// allowlist (baseEnv and PassEnv), never inherited whole, since providers
+// and whatever a configuration makes them run see it. terraform-exec
+// refuses the variables it manages itself (logging, input, TF_CLI_ARGS,
+// TF_VAR_...), so those are left out rather than failing every command.
 func (c Config) environ() map[string]string {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || managedByExec(k) {
+		if !ok || k == "" || managedByExec(k) || !c.passes(k) {
 			continue
 		}
 		env[k] = v

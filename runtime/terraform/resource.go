@@ -34,7 +34,12 @@ type target struct {
 	providerMeta map[string]any
 }
 
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+var (
+	identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	// versionConstraint is what a version may hold: an exact version, or a
+	// constraint. Nothing a template could start with.
+	versionConstraint = regexp.MustCompile(`^[0-9A-Za-z.+~=<>!, -]+$`)
+)
 
 func parseTarget(r model.Resource) (target, error) {
 	id, err := model.ParseTerraformID(r.ID)
@@ -44,6 +49,12 @@ func parseTarget(r model.Resource) (target, error) {
 	t := target{id: id, resourceType: id.ResourceType, name: terraformName(id.Name)}
 	if rt, ok := r.Extensions[resourceTypeExtension].(string); ok && rt != "" {
 		t.resourceType = rt
+	}
+	if !identifier.MatchString(t.resourceType) {
+		return target{}, fmt.Errorf("extensions.resourceType %q: not a Terraform resource type name", t.resourceType)
+	}
+	if err := checkAttributes(r.Attributes); err != nil {
+		return target{}, err
 	}
 	provider, _ := r.Extensions[providerExtension].(string)
 	switch {
@@ -62,6 +73,12 @@ func parseTarget(r model.Resource) (target, error) {
 			return target{}, fmt.Errorf("extensions.provider %q: want host/namespace/name/version", provider)
 		}
 		t.localName = p[2]
+		if _, ok := parseSource(t.source); !ok || !identifier.MatchString(t.localName) {
+			return target{}, fmt.Errorf("extensions.provider %q: want host/namespace/name/version, each a name", provider)
+		}
+		if t.version != "" && !versionConstraint.MatchString(t.version) {
+			return target{}, fmt.Errorf("extensions.provider %q: %q is not a version", provider, t.version)
+		}
 	}
 	if meta, ok := r.Extensions[providerMetaExtension].(map[string]any); ok {
 		t.providerMeta = meta
@@ -100,20 +117,26 @@ func (t target) configuration(attrs map[string]any, withResource bool, importID 
 		}
 		doc["terraform"] = map[string]any{"required_providers": map[string]any{t.localName: req}}
 		if len(t.providerMeta) > 0 {
-			doc["provider"] = map[string]any{t.localName: t.providerMeta}
+			meta, err := literalMap(t.providerMeta)
+			if err != nil {
+				return nil, fmt.Errorf("extensions.providerMeta: %w", err)
+			}
+			doc["provider"] = map[string]any{t.localName: meta}
 		}
 	}
 	if withResource {
-		body := map[string]any{}
-		for k, v := range attrs {
-			body[k] = v
+		// The spec's attributes, written so that Terraform reads them as
+		// they are (literal.go); then what the runtime adds itself.
+		body, err := literalMap(attrs)
+		if err != nil {
+			return nil, fmt.Errorf("attributes: %w", err)
 		}
 		if !t.builtin() && !strings.HasPrefix(t.resourceType, t.localName+"_") {
 			body["provider"] = t.localName
 		}
 		doc["resource"] = map[string]any{t.resourceType: map[string]any{t.name: body}}
 		if importID != "" {
-			doc["import"] = []any{map[string]any{"to": t.address(), "id": importID}}
+			doc["import"] = []any{map[string]any{"to": t.address(), "id": escapeTemplate(importID)}}
 		}
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")

@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 // Runtime runs Terraform resources. It is safe for concurrent use.
 type Runtime struct {
 	cfg     Config
+	allowed providerAllowlist
 	folders *folders
 	schemas *schemas
 
@@ -48,8 +50,12 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("terraform runtime: %w", err)
 	}
+	allowed, err := newProviderAllowlist(cfg.AllowProviders, cliConfigFiles(os.Getenv))
+	if err != nil {
+		return nil, fmt.Errorf("terraform runtime: %w", err)
+	}
 	f := newFolders(cfg)
-	r := &Runtime{cfg: cfg, folders: f, schemas: newSchemas(f), plans: map[[32]byte]*tfjson.Plan{}}
+	r := &Runtime{cfg: cfg, allowed: allowed, folders: f, schemas: newSchemas(f), plans: map[[32]byte]*tfjson.Plan{}}
 	r.batches.r = r
 	return r, nil
 }
@@ -64,7 +70,7 @@ func (r *Runtime) Binary() string { return r.cfg.Binary }
 // SensitivePaths returns the attributes of res the provider's schema marks
 // sensitive.
 func (r *Runtime) SensitivePaths(ctx context.Context, res model.Resource) ([]string, error) {
-	t, err := parseTarget(res)
+	t, err := r.target(res)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +229,7 @@ type operation struct {
 // reported scrubbed like any other.
 func (r *Runtime) begin(ctx context.Context, res model.Resource, prior *model.Resource) *operation {
 	op := &operation{rt: r, res: res}
-	op.t, op.err = parseTarget(res)
+	op.t, op.err = r.target(res)
 	if op.err != nil {
 		return op
 	}
@@ -247,6 +253,48 @@ func (r *Runtime) begin(ctx context.Context, res model.Resource, prior *model.Re
 		op.err = fmt.Errorf("extensions[%q] of the recorded state is not a Terraform state", model.StateExtension)
 	}
 	return op
+}
+
+// target is res as Terraform addresses it, refused before anything is
+// written or run if its attributes hold a meta-argument or its provider is
+// not allowed.
+func (r *Runtime) target(res model.Resource) (target, error) {
+	t, err := parseTarget(res)
+	if err != nil {
+		return target{}, err
+	}
+	if err := r.allowed.check(t); err != nil {
+		return target{}, err
+	}
+	return t, nil
+}
+
+// Validate refuses, naming each resource, the Terraform resources of rs the
+// runtime would refuse (a meta-argument among the attributes, a provider
+// the configuration does not allow), without running anything: a stack is
+// refused whole before any of it runs.
+func Validate(cfg Config, rs []model.Resource) error {
+	var tf []model.Resource
+	for _, res := range rs {
+		if res.Type == model.Terraform {
+			tf = append(tf, res)
+		}
+	}
+	if len(tf) == 0 {
+		return nil
+	}
+	allowed, err := newProviderAllowlist(cfg.AllowProviders, cliConfigFiles(os.Getenv))
+	if err != nil {
+		return err
+	}
+	r := &Runtime{cfg: cfg, allowed: allowed}
+	var errs []error
+	for _, res := range tf {
+		if _, err := r.target(res); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", res.ID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // run writes the configuration (with the resource or only its provider)

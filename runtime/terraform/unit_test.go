@@ -134,22 +134,6 @@ func TestFailMasksSecrets(t *testing.T) {
 	}
 }
 
-func TestEnvironLeavesOutManagedVariables(t *testing.T) {
-	t.Setenv("TF_LOG", "trace")
-	t.Setenv("TF_VAR_x", "1")
-	t.Setenv("TF_CLI_CONFIG_FILE", "/etc/tfrc")
-	env := Config{PluginCacheDir: "/cache"}.environ()
-	if _, ok := env["TF_LOG"]; ok {
-		t.Error("TF_LOG passed on: terraform-exec refuses it")
-	}
-	if _, ok := env["TF_VAR_x"]; ok {
-		t.Error("TF_VAR_x passed on")
-	}
-	if env["TF_CLI_CONFIG_FILE"] != "/etc/tfrc" || env["CHECKPOINT_DISABLE"] != "1" || env["TF_PLUGIN_CACHE_DIR"] != "/cache" {
-		t.Errorf("environment lacks the CLI config, checkpoint or plugin cache: %v", env)
-	}
-}
-
 func TestNoBinary(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := New(Config{CacheDir: t.TempDir()})
