@@ -78,8 +78,62 @@ type Options struct {
 	WaitHeld time.Duration
 	// Skip, if set, is asked with the stack's latest release (nil if none)
 	// before anything runs; a reason skips the stack.
-	Skip   func(latest *model.Release) string
-	Logger *slog.Logger
+	Skip func(latest *model.Release) string
+	// CheckoutRoot is the repository checkout the stacks lie in:
+	// project.yaml and workspaces/ are not looked for above it, and files
+	// a spec's context names must lie in it. Empty: a stack on one's own
+	// machine (see project.LoadStack).
+	CheckoutRoot string
+	// Clusters is how stacks reach their Kubernetes cluster: the
+	// operator's decision, not the repository's.
+	Clusters Clusters
+	// ModuleEnv names variables of this process's environment that Kusion
+	// module binaries get besides the few every program needs
+	// (module.Environ); they get nothing else of it.
+	ModuleEnv []string
+	Logger    *slog.Logger
+}
+
+// Clusters is the operator's say on how stacks reach their cluster. In
+// order: the kubeconfig Kubeconfigs names for the stack's workspace; else
+// the one the spec's context names (KUBECONFIG_CONTENT or KUBECONFIG_PATH),
+// if SpecAllow permits what it brings; else the process's own ($KUBECONFIG,
+// ~/.kube/config), else the pod's ServiceAccount.
+type Clusters struct {
+	// Kubeconfigs maps a workspace to the kubeconfig file its stacks use,
+	// whatever their spec's context says.
+	Kubeconfigs map[string]string
+	// SpecAllow is what a spec's kubeconfig may bring beyond a server and
+	// inline credentials; nothing by default.
+	SpecAllow kubernetes.Allowance
+	// Setting names where the operator changes SpecAllow, for the errors
+	// (KUSIONPR_SPEC_KUBECONFIG_ALLOW, the action's input or flag).
+	Setting string
+}
+
+// kubernetesConfig is how the stack reaches its cluster (see Clusters). A
+// spec's kubeconfig is checked and read here, before any client exists.
+func (c Clusters) kubernetesConfig(st *project.Stack, workspace string, spec *model.Spec, root string, log *slog.Logger) (kubernetes.Config, error) {
+	var specCtx map[string]any
+	if spec != nil {
+		specCtx = spec.Context
+	}
+	if path := c.Kubeconfigs[workspace]; path != "" {
+		if _, ok := specCtx[kubernetes.ContextKubeconfigPath]; ok || specCtx[kubernetes.ContextKubeconfigContent] != nil {
+			log.Info("the spec's kubeconfig is ignored: the operator set one for the workspace", "workspace", workspace)
+		}
+		return kubernetes.Config{Kubeconfig: path, ForceConflicts: true}, nil
+	}
+	cfg, ok, err := kubernetes.FromSpecContext(kubernetes.SpecContext{
+		Context: specCtx, StackDir: st.Path, Root: root, Allow: c.SpecAllow, Setting: c.Setting,
+	})
+	if err != nil {
+		return cfg, fmt.Errorf("stack %s: %w", st.Path, err)
+	}
+	if !ok {
+		cfg = kubernetes.Config{ForceConflicts: true}
+	}
+	return cfg, nil
 }
 
 // Run is the outcome of one command on one stack.
@@ -99,9 +153,9 @@ type Run struct {
 // RunStack loads the stack in dir and runs cmd on it.
 func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	run := &Run{}
-	st, err := project.LoadStack(dir)
+	st, err := project.LoadStack(opts.CheckoutRoot, dir)
 	if err != nil && cmd == Destroy && errors.Is(err, fs.ErrNotExist) {
-		st, err = project.DeletedStack(dir)
+		st, err = project.DeletedStack(opts.CheckoutRoot, dir)
 	}
 	if err != nil {
 		run.Err = err
@@ -112,7 +166,16 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	run.Workspace = ws
 	target := engine.Stack{Project: st.Project.Name, Workspace: ws, Stack: st.Name, Origin: opts.Origin}
 	if cmd != Destroy {
-		if target.Spec, err = StackSpec(ctx, st, ws, opts.Logger); err != nil {
+		if target.Spec, err = StackSpec(ctx, st, ws, opts); err != nil {
+			run.Err = err
+			return run
+		}
+	}
+	var kubeConfig kubernetes.Config
+	if !opts.Offline {
+		// Before anything is read or written: a kubeconfig the spec may
+		// not bring stops the stack here.
+		if kubeConfig, err = opts.Clusters.kubernetesConfig(st, ws, target.Spec, opts.CheckoutRoot, opts.logger()); err != nil {
 			run.Err = err
 			return run
 		}
@@ -139,14 +202,10 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 		return run
 	}
 
-	var specCtx map[string]any
-	if target.Spec != nil {
-		specCtx = target.Spec.Context
-	}
 	eng := &engine.Engine{
 		Runtimes: map[model.ResourceType]engine.Runtime{
 			model.Kubernetes: &lazy{build: func(ctx context.Context) (engine.Runtime, error) {
-				c := kubernetes.ConfigFromContext(specCtx)
+				c := kubeConfig
 				c.ForceConflicts = opts.ForceConflicts
 				c.Logger = opts.Logger
 				return kubernetes.New(ctx, c)
@@ -237,7 +296,7 @@ func OpenStore(ctx context.Context, opts Options) (store *backend.Store, where s
 
 // Unlock ends the running release of the stack in dir by hand.
 func Unlock(ctx context.Context, dir string, opts Options, who, why string) (*model.Release, error) {
-	st, err := project.LoadStack(dir)
+	st, err := project.LoadStack(opts.CheckoutRoot, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +307,13 @@ func Unlock(ctx context.Context, dir string, opts Options, who, why string) (*mo
 	}
 	defer store.Close()
 	return store.Unlock(ctx, st.Project.Name, ws, who, why)
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // lazy builds its runtime on first use, so a stack without Kubernetes

@@ -96,6 +96,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		ignore      = fs.String("ignore-fields", "", "comma-separated attribute paths no comparison counts (fields a controller or webhook owns)")
 		lease       = fs.Duration("lease", backend.DefaultLease, "how long a running release holds its stack without a sign of life before the next run takes it as abandoned")
 		tfCache     = fs.String("terraform-cache", os.Getenv("KUSIONPR_TERRAFORM_CACHE"), "folder for Terraform working folders and plugin cache (default the user cache folder's kusionpr/terraform; env KUSIONPR_TERRAFORM_CACHE)")
+		clusters    = clusterFlags(fs)
 	)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args[1:]); err != nil {
@@ -122,7 +123,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism,
 		ForceConflicts: *force, NoWatch: *noWatch, Logger: log, Origin: localOrigin(string(cmd)),
 		TerraformBinary: *tfBinary, TerraformCache: *tfCache, Lease: *lease,
-		IgnoreFields: list(*ignore),
+		IgnoreFields: list(*ignore), CheckoutRoot: repositoryRoot(*stack),
+	}
+	if err := clusters.apply(&opts); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
 	}
 	if cmd != workflow.Preview && !*yes && !*dryRun {
 		// Show the plan first, then ask; the apply itself re-plans under its lock.
@@ -237,7 +242,7 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.Host != "" {
 		who += "@" + o.Host
 	}
-	rel, err := workflow.Unlock(ctx, *stack, workflow.Options{Workspace: *workspace, Backend: *backendURL}, who, *reason)
+	rel, err := workflow.Unlock(ctx, *stack, workflow.Options{Workspace: *workspace, Backend: *backendURL, CheckoutRoot: repositoryRoot(*stack)}, who, *reason)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
@@ -254,16 +259,23 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	workspace := fs.String("workspace", "", "workspace name (default: the stack's own)")
 	output := fs.String("o", "", "write the Spec to this file instead of standard output")
 	format := fs.String("format", "yaml", "yaml or json")
+	clusters := clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	st, err := project.LoadStack(*stack)
+	root := repositoryRoot(*stack)
+	st, err := project.LoadStack(root, *stack)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := workflow.StackSpec(ctx, st, st.WorkspaceName(*workspace), log)
+	opts := workflow.Options{CheckoutRoot: root, Logger: log}
+	if err := clusters.apply(&opts); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	s, err := workflow.StackSpec(ctx, st, st.WorkspaceName(*workspace), opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(err.Error()))
 		return 1
