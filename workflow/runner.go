@@ -119,7 +119,7 @@ func (c Clusters) kubernetesConfig(st *project.Stack, workspace string, spec *mo
 		specCtx = spec.Context
 	}
 	if path := c.Kubeconfigs[workspace]; path != "" {
-		if _, ok := specCtx[kubernetes.ContextKubeconfigPath]; ok || specCtx[kubernetes.ContextKubeconfigContent] != nil {
+		if specCtx[kubernetes.ContextKubeconfigPath] != nil || specCtx[kubernetes.ContextKubeconfigContent] != nil {
 			log.Info("the spec's kubeconfig is ignored: the operator set one for the workspace", "workspace", workspace)
 		}
 		return kubernetes.Config{Kubeconfig: path, ForceConflicts: true}, nil
