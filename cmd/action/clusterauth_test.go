@@ -103,3 +103,28 @@ func TestSpecKubeconfigRefusedUnlessAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckoutLookupsStopAtItsRoot: the runner's folders above the checkout
+// are nobody's project: a stack without a project.yaml of its own is
+// refused, not taken into one planted above GITHUB_WORKSPACE.
+func TestCheckoutLookupsStopAtItsRoot(t *testing.T) {
+	gh := githubfake.New(t)
+	above := t.TempDir()
+	root := filepath.Join(above, "checkout")
+	write(t, filepath.Join(above, "project.yaml"), "name: planted\n")
+	write(t, filepath.Join(above, "workspaces", "default.yaml"), "{}\n")
+	write(t, filepath.Join(root, "apps/web/dev/stack.yaml"), "name: dev\n")
+	write(t, filepath.Join(root, "apps/web/dev/spec.yaml"), "resources: []\n")
+	const number = 15
+	ev := prEvent(t, number, "1515151515151515151515151515151515151515")
+	o, r := owner(ev)
+	gh.SetPullFiles(o, r, number, []githubfake.PullFile{{Filename: "apps/web/dev/spec.yaml", Status: "added"}})
+	run := runAction(t, gh, root, "pull_request", ev, map[string]string{"INPUT_BACKEND": "file://" + filepath.Join(t.TempDir(), "releases"), "KUBECONFIG": ""})
+	if run.code == 0 {
+		t.Errorf("the stack without a project was previewed\n%s", run.stderr)
+	}
+	comments := gh.Comments(o, r, number)
+	if len(comments) != 1 || !strings.Contains(comments[0].Body, "no project.yaml in apps/web/dev or any folder above it up to the checkout's root") {
+		t.Errorf("comments: %+v", comments)
+	}
+}

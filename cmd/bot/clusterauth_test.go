@@ -226,3 +226,55 @@ func TestSpecKubeconfigRefusedUnlessAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckoutLookupsStopAtItsRoot: the bot's checkout lands in the
+// temporary folder, where anyone on the machine may leave a project.yaml or
+// a workspaces/ folder. A stack without a project of its own is refused
+// rather than taken into the planted one, and a workspace file above the
+// checkout does not name the stack's workspace.
+func TestCheckoutLookupsStopAtItsRoot(t *testing.T) {
+	tmp := t.TempDir()
+	for p, content := range map[string]string{"project.yaml": "name: planted\n", "workspaces/dev.yaml": "{}\n"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(tmp, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(tmp, p), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := newWorld(t, withEnv("TMPDIR="+tmp))
+	s := w.store()
+	ctx := t.Context()
+
+	project := filepath.Join(w.tree, "apps/web/project.yaml")
+	if err := os.Remove(project); err != nil {
+		t.Fatal(err)
+	}
+	const number, head, merge = 71, "7171717171717171717171717171717171717171", "7272727272727272727272727272727272727272"
+	w.pullRequest(number, head)
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+	githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge))
+	w.waitFor("the refusal of a stack without a project", func() bool {
+		return w.commentsContaining(number, "no project.yaml in apps/web/dev or any folder above it up to the checkout's root") == 1
+	})
+	for _, ws := range []string{"dev", "default"} {
+		if rel, err := s.Latest(ctx, "planted", ws); err != nil || rel != nil {
+			t.Errorf("a release of the planted project, workspace %s: %+v (%v)", ws, rel, err)
+		}
+	}
+
+	// With its project back, the stack is applied under its own
+	// workspace, default: the planted workspaces/dev.yaml is not its.
+	os.WriteFile(project, []byte("name: web\n"), 0o644)
+	const number2, head2, merge2 = 72, "7373737373737373737373737373737373737373", "7474747474747474747474747474747474747474"
+	w.pullRequest(number2, head2)
+	w.gh.SetTree(w.owner, w.repo, merge2, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number2, merge2)
+	githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number2, merge2))
+	w.waitFor("the apply", func() bool { return w.commentsContaining(number2, "Applied stack") == 1 })
+	if rel, err := s.Latest(ctx, "web", "default"); err != nil || rel == nil || rel.Phase != "succeeded" {
+		t.Errorf("release of web/default: %+v (%v)", rel, err)
+	}
+	if rel, err := s.Latest(ctx, "web", "dev"); err != nil || rel != nil {
+		t.Errorf("a release under the planted workspace dev: %+v (%v)", rel, err)
+	}
+}
