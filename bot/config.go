@@ -16,7 +16,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
+	"github.com/kusionpr/kusionpr/workflow"
 )
 
 // Config is the bot's settings: environment variables (KUSIONPR_*), over an
@@ -87,6 +89,20 @@ type Config struct {
 	// ARM_*). Nothing else is passed on: not the App key, the webhook
 	// secret or the release store's credentials.
 	TerraformEnv []string `json:"terraformEnv"`
+	// Kubeconfigs maps a workspace to the kubeconfig file its stacks use,
+	// whatever their spec's context says (KUSIONPR_KUBECONFIGS,
+	// dev=/etc/k/dev,prod=/etc/k/prod). Other stacks use their spec's
+	// kubeconfig if allowed, else $KUBECONFIG, else the pod's ServiceAccount.
+	Kubeconfigs map[string]string `json:"kubeconfigs"`
+	// SpecKubeconfigAllow is what a spec's kubeconfig may bring beyond a
+	// server and inline credentials (KUSIONPR_SPEC_KUBECONFIG_ALLOW:
+	// exec, auth-provider, files; default none).
+	SpecKubeconfigAllow []string `json:"specKubeconfigAllow"`
+	// ModuleEnv names environment variables Kusion module binaries get
+	// besides PATH, HOME, TMPDIR, locale and proxies (KUSIONPR_MODULE_ENV).
+	ModuleEnv []string `json:"moduleEnv"`
+
+	specAllow kubernetes.Allowance
 }
 
 // LoadConfig reads the configuration; getenv is os.Getenv outside tests.
@@ -160,14 +176,20 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			}
 		}
 	}
+	strs("KUSIONPR_ALLOW_REPOS", &c.AllowRepos)
 	strs("KUSIONPR_TERRAFORM_PROVIDERS", &c.TerraformProviders)
 	strs("KUSIONPR_TERRAFORM_ENV", &c.TerraformEnv)
-	if v := getenv("KUSIONPR_ALLOW_REPOS"); v != "" {
-		c.AllowRepos = nil
-		for _, r := range strings.Split(v, ",") {
-			if r = strings.TrimSpace(r); r != "" {
-				c.AllowRepos = append(c.AllowRepos, r)
+	strs("KUSIONPR_SPEC_KUBECONFIG_ALLOW", &c.SpecKubeconfigAllow)
+	strs("KUSIONPR_MODULE_ENV", &c.ModuleEnv)
+	if v := getenv("KUSIONPR_KUBECONFIGS"); v != "" {
+		c.Kubeconfigs = map[string]string{}
+		for _, kv := range strings.Split(v, ",") {
+			ws, path, ok := strings.Cut(kv, "=")
+			if ws, path = strings.TrimSpace(ws), strings.TrimSpace(path); !ok || ws == "" || path == "" {
+				errs = append(errs, fmt.Errorf("KUSIONPR_KUBECONFIGS: %q: want WORKSPACE=FILE", kv))
+				continue
 			}
+			c.Kubeconfigs[ws] = path
 		}
 	}
 	flag("KUSIONPR_REQUIRE_APPROVAL", &c.RequireApproval)
@@ -201,6 +223,15 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	if err := (terraform.Config{AllowProviders: c.TerraformProviders, PassEnv: c.TerraformEnv}).CheckSettings(); err != nil {
 		errs = append(errs, err)
 	}
+	var err error
+	if c.specAllow, err = kubernetes.ParseAllowance(c.SpecKubeconfigAllow); err != nil {
+		errs = append(errs, fmt.Errorf("KUSIONPR_SPEC_KUBECONFIG_ALLOW: %w", err))
+	}
+	for ws, path := range c.Kubeconfigs {
+		if _, err := os.Stat(path); err != nil {
+			errs = append(errs, fmt.Errorf("KUSIONPR_KUBECONFIGS: workspace %s: %w", ws, err))
+		}
+	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_CONCURRENCY must be at least 1, not %d", c.Concurrency))
 	}
@@ -213,6 +244,11 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 	}
 	return c, errors.Join(errs...)
+}
+
+// clusters is how stacks reach their cluster, as configured.
+func (c *Config) clusters() workflow.Clusters {
+	return workflow.Clusters{Kubeconfigs: c.Kubeconfigs, SpecAllow: c.specAllow, Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}
 }
 
 func (c *Config) allowed(fullName string) bool {
@@ -265,4 +301,11 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		*d.dst = v
 	}
 	return nil
+}
+
+// SecretVariables are the environment variables holding the bot's secrets
+// (and where the key lies). LoadConfig reads them; the bot's main then
+// removes them from its environment, which every child would inherit.
+func SecretVariables() []string {
+	return []string{"KUSIONPR_WEBHOOK_SECRET", "KUSIONPR_APP_PRIVATE_KEY", "KUSIONPR_APP_PRIVATE_KEY_PATH"}
 }

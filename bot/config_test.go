@@ -22,6 +22,8 @@ func TestLoadConfig(t *testing.T) {
 	os.WriteFile(bad, []byte("workspaces: prod\n"), 0o644)
 	badDur := filepath.Join(dir, "baddur.yaml")
 	os.WriteFile(badDur, []byte("lease: soon\n"), 0o644)
+	clusterFile := filepath.Join(dir, "clusters.yaml")
+	os.WriteFile(clusterFile, []byte("specKubeconfigAllow: [auth-provider]\nkubeconfigs: {qa: "+keyPath+"}\nmoduleEnv: [VAULT_ADDR]\n"), 0o644)
 	base := map[string]string{"KUSIONPR_WEBHOOK_SECRET": "s", "KUSIONPR_APP_ID": "12", "KUSIONPR_APP_PRIVATE_KEY_PATH": keyPath}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
@@ -70,6 +72,23 @@ func TestLoadConfig(t *testing.T) {
 		}, ""},
 		{"an unverified budget too small for any delivery", with("KUSIONPR_MAX_UNVERIFIED_BYTES", "1000"), nil, "KUSIONPR_MAX_UNVERIFIED_BYTES must be at least 1048576, not 1000"},
 		{"no checkout allowed", with("KUSIONPR_MAX_CHECKOUT_FILES", "0"), nil, "KUSIONPR_MAX_CHECKOUT_FILES must be at least 1, not 0"},
+		{"cluster access by default", base, func(c *Config) bool {
+			cl := c.clusters()
+			return cl.SpecAllow.String() == "none" && len(cl.Kubeconfigs) == 0 && cl.Setting == "KUSIONPR_SPEC_KUBECONFIG_ALLOW" && len(c.ModuleEnv) == 0
+		}, ""},
+		{"cluster access from the environment", with("KUSIONPR_SPEC_KUBECONFIG_ALLOW", "exec, files", "KUSIONPR_KUBECONFIGS", "dev="+keyPath+", prod="+keyPath,
+			"KUSIONPR_MODULE_ENV", "VAULT_ADDR,AWS_REGION"), func(c *Config) bool {
+			cl := c.clusters()
+			return cl.SpecAllow.String() == "exec,files" && cl.Kubeconfigs["dev"] == keyPath && cl.Kubeconfigs["prod"] == keyPath &&
+				strings.Join(c.ModuleEnv, " ") == "VAULT_ADDR AWS_REGION"
+		}, ""},
+		{"cluster access from the file", with("KUSIONPR_CONFIG", clusterFile), func(c *Config) bool {
+			cl := c.clusters()
+			return cl.SpecAllow.String() == "auth-provider" && cl.Kubeconfigs["qa"] == keyPath && strings.Join(c.ModuleEnv, " ") == "VAULT_ADDR"
+		}, ""},
+		{"an unknown allowance", with("KUSIONPR_SPEC_KUBECONFIG_ALLOW", "exec,everything"), nil, `KUSIONPR_SPEC_KUBECONFIG_ALLOW: unknown allowance "everything": want exec, auth-provider or files`},
+		{"a workspace kubeconfig without a file", with("KUSIONPR_KUBECONFIGS", "dev"), nil, `KUSIONPR_KUBECONFIGS: "dev": want WORKSPACE=FILE`},
+		{"a workspace kubeconfig that is missing", with("KUSIONPR_KUBECONFIGS", "dev="+filepath.Join(dir, "nope")), nil, "KUSIONPR_KUBECONFIGS: workspace dev: stat"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := LoadConfig(env(tc.env))

@@ -237,7 +237,7 @@ func (b *Bot) run(ctx context.Context, j job) {
 	}
 
 	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, ForceConflicts: true, Lease: b.cfg.Lease,
-		WaitHeld: b.cfg.HoldWait, Logger: log,
+		WaitHeld: b.cfg.HoldWait, Logger: log, CheckoutRoot: dir, Clusters: b.cfg.clusters(), ModuleEnv: b.cfg.ModuleEnv,
 		Origin: &model.Origin{PullRequest: j.number, SHA: ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt}}
 	opts.TerraformProviders, opts.TerraformEnv = b.cfg.TerraformProviders, b.cfg.TerraformEnv
 	if j.afterMerge {

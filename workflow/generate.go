@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/kusionpr/kusionpr/engine/generate"
 	"github.com/kusionpr/kusionpr/engine/generate/builtin"
@@ -13,7 +12,8 @@ import (
 // StackSpec is the Spec a stack runs with: its ready spec.yaml, or the one
 // generated from its main.yaml with workspace. Both the action and the bot
 // come through here, so a preview and the apply after it see one Spec.
-func StackSpec(ctx context.Context, st *project.Stack, workspace string, log *slog.Logger) (*model.Spec, error) {
+// Module binaries run with opts.ModuleEnv; opts.Logger logs.
+func StackSpec(ctx context.Context, st *project.Stack, workspace string, opts Options) (*model.Spec, error) {
 	in, err := st.Input()
 	if err != nil {
 		return nil, err
@@ -21,6 +21,6 @@ func StackSpec(ctx context.Context, st *project.Stack, workspace string, log *sl
 	if in == project.SpecInput {
 		return st.Spec()
 	}
-	g := &generate.Generator{Builtins: builtin.Modules(), Logger: log}
+	g := &generate.Generator{Builtins: builtin.Modules(), ModuleEnv: opts.ModuleEnv, Logger: opts.Logger}
 	return g.Stack(ctx, st, workspace)
 }

@@ -84,8 +84,20 @@ type Options struct {
 	WaitHeld time.Duration
 	// Skip, if set, is asked with the stack's latest release (nil if none)
 	// before anything runs; a reason skips the stack.
-	Skip   func(latest *model.Release) string
-	Logger *slog.Logger
+	Skip func(latest *model.Release) string
+	// CheckoutRoot is the repository checkout the stacks lie in:
+	// project.yaml and workspaces/ are not looked for above it, and files
+	// a spec's context names must lie in it. Empty: a stack on one's own
+	// machine (see project.LoadStack).
+	CheckoutRoot string
+	// Clusters is how stacks reach their Kubernetes cluster: the
+	// operator's decision, not the repository's.
+	Clusters Clusters
+	// ModuleEnv names variables of this process's environment that Kusion
+	// module binaries get besides the few every program needs
+	// (module.Environ); they get nothing else of it.
+	ModuleEnv []string
+	Logger    *slog.Logger
 }
 
 // Run is the outcome of one command on one stack.
@@ -110,9 +122,9 @@ func terraformConfig(opts Options) terraform.Config {
 // RunStack loads the stack in dir and runs cmd on it.
 func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	run := &Run{}
-	st, err := project.LoadStack(dir)
+	st, err := project.LoadStack(opts.CheckoutRoot, dir)
 	if err != nil && cmd == Destroy && errors.Is(err, fs.ErrNotExist) {
-		st, err = project.DeletedStack(dir)
+		st, err = project.DeletedStack(opts.CheckoutRoot, dir)
 	}
 	if err != nil {
 		run.Err = err
@@ -123,7 +135,16 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	run.Workspace = ws
 	target := engine.Stack{Project: st.Project.Name, Workspace: ws, Stack: st.Name, Origin: opts.Origin}
 	if cmd != Destroy {
-		if target.Spec, err = StackSpec(ctx, st, ws, opts.Logger); err != nil {
+		if target.Spec, err = StackSpec(ctx, st, ws, opts); err != nil {
+			run.Err = err
+			return run
+		}
+	}
+	var kubeConfig kubernetes.Config
+	if !opts.Offline {
+		// Before anything is read or written: a kubeconfig the spec may
+		// not bring stops the stack here.
+		if kubeConfig, err = opts.Clusters.kubernetesConfig(st, ws, target.Spec, opts.CheckoutRoot, opts.logger()); err != nil {
 			run.Err = err
 			return run
 		}
@@ -159,14 +180,10 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 		return run
 	}
 
-	var specCtx map[string]any
-	if target.Spec != nil {
-		specCtx = target.Spec.Context
-	}
 	eng := &engine.Engine{
 		Runtimes: map[model.ResourceType]engine.Runtime{
 			model.Kubernetes: &lazy{build: func(ctx context.Context) (engine.Runtime, error) {
-				c := kubernetes.ConfigFromContext(specCtx)
+				c := kubeConfig
 				c.ForceConflicts = opts.ForceConflicts
 				c.Logger = opts.Logger
 				return kubernetes.New(ctx, c)
@@ -257,7 +274,7 @@ func OpenStore(ctx context.Context, opts Options) (store *backend.Store, where s
 
 // Unlock ends the running release of the stack in dir by hand.
 func Unlock(ctx context.Context, dir string, opts Options, who, why string) (*model.Release, error) {
-	st, err := project.LoadStack(dir)
+	st, err := project.LoadStack(opts.CheckoutRoot, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
+	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -37,6 +38,11 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		ga.AddMask(token)
 	}
 	kubeconfig := in("kubeconfig")
+	// Read once, then out of the environment: no child (a module binary,
+	// Terraform, a kubeconfig's exec plugin when allowed) inherits them.
+	for _, name := range []string{"INPUT_GITHUB-TOKEN", "GITHUB_TOKEN", "INPUT_KUBECONFIG"} {
+		os.Unsetenv(name)
+	}
 	if kubeconfig != "" {
 		for _, line := range strings.Split(kubeconfig, "\n") {
 			if l := strings.TrimSpace(line); len(l) > 16 && (strings.Contains(l, "data:") || strings.Contains(l, "token:")) {
@@ -85,9 +91,15 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	opts := workflow.Options{
 		Workspace: in("workspace"), Backend: in("backend"), ForceConflicts: true, Logger: log,
 		Origin:       &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command},
-		IgnoreFields: list(in("ignore-fields")),
+		IgnoreFields: list(in("ignore-fields")), CheckoutRoot: workspace, ModuleEnv: list(in("module-env")),
 	}
 	opts.TerraformProviders, opts.TerraformEnv = list(in("terraform-providers")), list(in("terraform-env"))
+	allow, err := kubernetes.ParseAllowance(list(in("spec-kubeconfig-allow")))
+	if err != nil {
+		ga.Errorf("input spec-kubeconfig-allow: %v", err)
+		return 2
+	}
+	opts.Clusters = workflow.Clusters{SpecAllow: allow, Setting: "the input spec-kubeconfig-allow"}
 	if d := in("lease"); d != "" {
 		if opts.Lease, err = time.ParseDuration(d); err != nil {
 			ga.Errorf("input lease: %v", err)

@@ -98,6 +98,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		tfCache     = fs.String("terraform-cache", os.Getenv("KUSIONPR_TERRAFORM_CACHE"), "folder for Terraform working folders and plugin cache (default the user cache folder's kusionpr/terraform; env KUSIONPR_TERRAFORM_CACHE)")
 		tfProviders = fs.String("terraform-providers", os.Getenv("KUSIONPR_TERRAFORM_PROVIDERS"), "comma-separated provider sources allowed besides the public registries' hashicorp/* and the CLI configuration's mirrors, e.g. registry.terraform.io/acme/* (env KUSIONPR_TERRAFORM_PROVIDERS)")
 		tfEnv       = fs.String("terraform-env", os.Getenv("KUSIONPR_TERRAFORM_ENV"), "comma-separated variables (or patterns) of ours terraform and its providers get besides PATH, HOME, proxies, TF_*..., e.g. AWS_REGION,ARM_* (env KUSIONPR_TERRAFORM_ENV)")
+		clusters    = clusterFlags(fs)
 	)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args[1:]); err != nil {
@@ -124,7 +125,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism,
 		ForceConflicts: *force, NoWatch: *noWatch, Logger: log, Origin: localOrigin(string(cmd)),
 		TerraformBinary: *tfBinary, TerraformCache: *tfCache, Lease: *lease,
-		IgnoreFields: list(*ignore),
+		IgnoreFields: list(*ignore), CheckoutRoot: repositoryRoot(*stack),
+	}
+	if err := clusters.apply(&opts); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
 	}
 	opts.TerraformProviders, opts.TerraformEnv = list(*tfProviders), list(*tfEnv)
 	if cmd != workflow.Preview && !*yes && !*dryRun {
@@ -240,7 +245,7 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.Host != "" {
 		who += "@" + o.Host
 	}
-	rel, err := workflow.Unlock(ctx, *stack, workflow.Options{Workspace: *workspace, Backend: *backendURL}, who, *reason)
+	rel, err := workflow.Unlock(ctx, *stack, workflow.Options{Workspace: *workspace, Backend: *backendURL, CheckoutRoot: repositoryRoot(*stack)}, who, *reason)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
@@ -257,16 +262,23 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	workspace := fs.String("workspace", "", "workspace name (default: the stack's own)")
 	output := fs.String("o", "", "write the Spec to this file instead of standard output")
 	format := fs.String("format", "yaml", "yaml or json")
+	clusters := clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	st, err := project.LoadStack(*stack)
+	root := repositoryRoot(*stack)
+	st, err := project.LoadStack(root, *stack)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := workflow.StackSpec(ctx, st, st.WorkspaceName(*workspace), log)
+	opts := workflow.Options{CheckoutRoot: root, Logger: log}
+	if err := clusters.apply(&opts); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	s, err := workflow.StackSpec(ctx, st, st.WorkspaceName(*workspace), opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(err.Error()))
 		return 1

@@ -29,6 +29,12 @@ func run(getenv func(string) string, stderr *os.File) int {
 		fmt.Fprintf(stderr, "bot: %v\n", err)
 		return 2
 	}
+	// Read once; out of the environment before any child starts, so none
+	// (a module binary, Terraform, a kubeconfig's exec plugin when allowed)
+	// inherits the App's key or the webhook secret.
+	for _, name := range bot.SecretVariables() {
+		os.Unsetenv(name)
+	}
 	b, err := bot.New(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "bot: %v\n", err)

@@ -29,6 +29,9 @@ type Generator struct {
 	// ModuleHome is where Kusion module binaries are found; "" means
 	// module.Home() ($KUSION_MODULE_PATH, else ~/.kusion/modules).
 	ModuleHome string
+	// ModuleEnv names variables of this process's environment module
+	// binaries get besides module.Environ's few; they see nothing else.
+	ModuleEnv []string
 	// Parallelism bounds module calls at once (default 8): a module
 	// binary is a process.
 	Parallelism int
@@ -203,7 +206,7 @@ func (g *Generator) run(ctx context.Context, all [][]*call) {
 
 func (g *Generator) call(ctx context.Context, c *call) (resp *module.Response, err error) {
 	if c.src.builtin == nil {
-		return module.Generate(ctx, c.src.binary, c.req)
+		return module.Generate(ctx, c.src.binary, c.req, module.Environ(g.ModuleEnv))
 	}
 	// A built-in module runs in this process: its panic is a bug to
 	// report, not a crash of the bot.

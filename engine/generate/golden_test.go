@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite the golden specs in testdata/go
 // generate` does.
 func generateStack(t *testing.T, dir string) []byte {
 	t.Helper()
-	st, err := project.LoadStack(dir)
+	st, err := project.LoadStack("", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestStackWithoutWorkspace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := project.LoadStack(filepath.Join(root, "dev"))
+	st, err := project.LoadStack(root, filepath.Join(root, "dev"))
 	if err != nil {
 		t.Fatal(err)
 	}

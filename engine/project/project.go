@@ -11,10 +11,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/kusionpr/kusionpr/engine/spec"
+	"github.com/kusionpr/kusionpr/internal/confine"
 	"github.com/kusionpr/kusionpr/model"
 )
 
@@ -49,15 +51,24 @@ type Stack struct {
 	Workspace  string           `json:"workspace,omitempty"`
 	Extensions []map[string]any `json:"extensions,omitempty"`
 	// Path is the folder holding stack.yaml.
-	Path    string   `json:"-"`
+	Path string `json:"-"`
+	// Root is the checkout the stack was loaded from (see LoadStack); ""
+	// for none.
+	Root    string   `json:"-"`
 	Project *Project `json:"-"`
 }
 
-// LoadStack reads the stack in dir and the project above it.
-func LoadStack(dir string) (*Stack, error) {
-	abs, err := filepath.Abs(dir)
+// LoadStack reads the stack in dir and the project above it. root, when
+// set, is the checkout dir lies in: project.yaml and workspaces/ are looked
+// for up to it and never above (a checkout sits in a shared folder such as
+// /tmp, whose files are nobody's project), and a project, workspace or
+// input file that is a link leading out of it is refused. With root empty
+// (a stack on one's own machine) project.yaml is looked for up to the
+// filesystem's root, and workspaces up to the folder holding .git.
+func LoadStack(root, dir string) (*Stack, error) {
+	abs, root, err := absolute(root, dir)
 	if err != nil {
-		return nil, fmt.Errorf("stack %s: %w", dir, err)
+		return nil, err
 	}
 	var st Stack
 	if err := readYAML(filepath.Join(abs, StackFile), &st); err != nil {
@@ -66,8 +77,8 @@ func LoadStack(dir string) (*Stack, error) {
 	if st.Name == "" {
 		st.Name = filepath.Base(abs)
 	}
-	st.Path = abs
-	p, err := FindProject(abs)
+	st.Path, st.Root = abs, root
+	p, err := FindProject(root, abs)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: %w", dir, err)
 	}
@@ -77,38 +88,106 @@ func LoadStack(dir string) (*Stack, error) {
 
 // DeletedStack stands for a stack whose folder a change removed: named after
 // its folder (its stack.yaml is gone), in the project above it, so what its
-// releases hold can still be previewed for destruction and destroyed.
-func DeletedStack(dir string) (*Stack, error) {
-	abs, err := filepath.Abs(dir)
+// releases hold can still be previewed for destruction and destroyed. root
+// is as for LoadStack.
+func DeletedStack(root, dir string) (*Stack, error) {
+	abs, root, err := absolute(root, dir)
 	if err != nil {
-		return nil, fmt.Errorf("stack %s: %w", dir, err)
+		return nil, err
 	}
-	p, err := FindProject(filepath.Dir(abs))
+	p, err := FindProject(root, filepath.Dir(abs))
 	if err != nil {
 		return nil, fmt.Errorf("deleted stack %s: %w", dir, err)
 	}
-	return &Stack{Name: filepath.Base(abs), Path: abs, Project: p}, nil
+	return &Stack{Name: filepath.Base(abs), Path: abs, Root: root, Project: p}, nil
 }
 
-// FindProject reads the nearest project.yaml at or above dir.
-func FindProject(dir string) (*Project, error) {
-	for d := dir; ; d = filepath.Dir(d) {
+// absolute makes dir and root absolute and checks that dir lies in root.
+func absolute(root, dir string) (absDir, absRoot string, err error) {
+	if absDir, err = filepath.Abs(dir); err != nil {
+		return "", "", fmt.Errorf("stack %s: %w", dir, err)
+	}
+	if root == "" {
+		return absDir, "", nil
+	}
+	if absRoot, err = filepath.Abs(root); err != nil {
+		return "", "", fmt.Errorf("checkout %s: %w", root, err)
+	}
+	if !inside(absRoot, absDir) {
+		return "", "", fmt.Errorf("stack %s is not inside the checkout %s", dir, root)
+	}
+	return absDir, absRoot, nil
+}
+
+// inside says whether the clean absolute path lies in root, as written.
+func inside(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// FindProject reads the nearest project.yaml at or above dir, up to root
+// when root is set (see LoadStack), else up to the filesystem's root.
+func FindProject(root, dir string) (*Project, error) {
+	for d := range upTo(root, dir) {
 		path := filepath.Join(d, ProjectFile)
-		if _, err := os.Stat(path); err == nil {
-			var p Project
-			if err := readYAML(path, &p); err != nil {
-				return nil, err
-			}
-			if p.Name == "" {
-				return nil, fmt.Errorf("%s: name is required", path)
-			}
-			p.Path = d
-			return &p, nil
+		ok, err := present(root, path)
+		if err != nil {
+			return nil, err
 		}
-		if parent := filepath.Dir(d); parent == d {
-			return nil, fmt.Errorf("no %s in %s or any folder above it", ProjectFile, dir)
+		if !ok {
+			continue
+		}
+		var p Project
+		if err := readYAML(path, &p); err != nil {
+			return nil, err
+		}
+		if p.Name == "" {
+			return nil, fmt.Errorf("%s: name is required", path)
+		}
+		p.Path = d
+		return &p, nil
+	}
+	if root != "" {
+		return nil, fmt.Errorf("no %s in %s or any folder above it up to the checkout's root", ProjectFile, dir)
+	}
+	return nil, fmt.Errorf("no %s in %s or any folder above it", ProjectFile, dir)
+}
+
+// upTo yields dir and each folder above it, ending with root (when set and
+// dir lies in it) or the filesystem's root.
+func upTo(root, dir string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		if root != "" && !inside(root, dir) {
+			return
+		}
+		for d := dir; ; d = filepath.Dir(d) {
+			if !yield(d) || d == root || filepath.Dir(d) == d {
+				return
+			}
 		}
 	}
+}
+
+// present says whether path exists. Under a root, a path that is a link
+// leading out of it is an error, not a file: its content is the runner's,
+// not the repository's. A link to nothing counts as absent, as before.
+func present(root, path string) (bool, error) {
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	if root == "" {
+		return true, nil
+	}
+	if _, err := confine.Resolve(root, "", path); err != nil {
+		if errors.Is(err, confine.ErrOutside) {
+			return false, fmt.Errorf("%s is a link to a file outside the checkout: refused", path)
+		}
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	return true, nil
 }
 
 // Input is what a stack's Spec comes from.
@@ -125,11 +204,17 @@ const (
 // and refuses a folder holding both (which one counts would be a guess) or
 // neither.
 func (s *Stack) Input() (Input, error) {
+	var errs []error
 	has := func(name string) bool {
-		_, err := os.Stat(filepath.Join(s.Path, name))
-		return err == nil
+		ok, err := present(s.Root, filepath.Join(s.Path, name))
+		errs = append(errs, err)
+		return ok
 	}
-	switch spec, app := has(SpecFile), has(AppFile); {
+	spec, app := has(SpecFile), has(AppFile)
+	if err := errors.Join(errs...); err != nil {
+		return 0, fmt.Errorf("stack %s: %w", s.Name, err)
+	}
+	switch {
 	case spec && app:
 		return 0, fmt.Errorf("stack %s: both %s and %s in %s: keep the AppConfigurations (%s) or the ready Spec (%s), not both",
 			s.Name, SpecFile, AppFile, s.Path, AppFile, SpecFile)

@@ -45,7 +45,7 @@ func TestStackInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.stack, func(t *testing.T) {
-			st, err := LoadStack(filepath.Join(root, "p", tt.stack))
+			st, err := LoadStack("", filepath.Join(root, "p", tt.stack))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestWorkspaceNameAndFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	load := func(name string) *Stack {
-		st, err := LoadStack(filepath.Join(root, "apps", name))
+		st, err := LoadStack("", filepath.Join(root, "apps", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,5 +118,81 @@ func TestWorkspaceNameAndFile(t *testing.T) {
 	}
 	if _, _, err := load("dev").WorkspaceFile("../../etc/passwd"); err == nil || !strings.Contains(err.Error(), `workspace name "../../etc/passwd"`) {
 		t.Errorf("a path as a workspace name: %v", err)
+	}
+}
+
+// TestLookupsStopAtTheCheckout: a checkout lands in a shared folder (the
+// bot's is under /tmp), where anyone may have left a project.yaml or a
+// workspaces/ folder. With the checkout's root given, neither is read from
+// above it, and a link inside it that leads out is refused.
+func TestLookupsStopAtTheCheckout(t *testing.T) {
+	above := tree(t, map[string]string{
+		"project.yaml":              "name: planted\n",
+		"workspaces/dev.yaml":       "context: {KUBECONFIG_PATH: /etc/planted}\n",
+		"workspaces/default.yaml":   "{}\n",
+		"secret.yaml":               "name: from-outside\n",
+		"checkout/apps/stack.yaml":  "name: dev\n",
+		"checkout/web/stack.yaml":   "name: dev\n",
+		"checkout/web/project.yaml": "name: web\n",
+	})
+	checkout := filepath.Join(above, "checkout")
+
+	// Without a root (one's own machine) the planted project is found;
+	// with the checkout as root it is not.
+	if st, err := LoadStack("", filepath.Join(checkout, "apps")); err != nil || st.Project.Name != "planted" {
+		t.Fatalf("without a root: %+v, %v (the test's premise: the lookup walks up)", st, err)
+	}
+	_, err := LoadStack(checkout, filepath.Join(checkout, "apps"))
+	if err == nil || !strings.Contains(err.Error(), "no project.yaml in "+filepath.Join(checkout, "apps")+" or any folder above it up to the checkout's root") {
+		t.Errorf("project.yaml above the checkout: %v", err)
+	}
+
+	st, err := LoadStack(checkout, filepath.Join(checkout, "web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name := st.WorkspaceName(""); name != DefaultWorkspace {
+		t.Errorf("WorkspaceName = %s: the workspace file above the checkout was taken for the stack's", name)
+	}
+	file, tried, err := st.WorkspaceFile("dev")
+	if err == nil {
+		t.Errorf("WorkspaceFile(dev) = %s, read from above the checkout", file)
+	}
+	if want := []string{filepath.Join(checkout, "web", "workspaces", "dev.yaml"), filepath.Join(checkout, "workspaces", "dev.yaml")}; strings.Join(tried, ",") != strings.Join(want, ",") {
+		t.Errorf("looked for %q, want %q", tried, want)
+	}
+
+	// A stack folder outside the checkout is refused.
+	if _, err := LoadStack(checkout, above); err == nil || !strings.Contains(err.Error(), "is not inside the checkout") {
+		t.Errorf("a stack outside the checkout: %v", err)
+	}
+
+	// Links that lead out of the checkout are refused, wherever they sit.
+	for _, link := range []string{"web/workspaces/dev.yaml", "project.yaml", "web/spec.yaml"} {
+		t.Run(link, func(t *testing.T) {
+			co := tree(t, map[string]string{"web/stack.yaml": "name: dev\n"})
+			if link != "project.yaml" {
+				os.WriteFile(filepath.Join(co, "web/project.yaml"), []byte("name: web\n"), 0o644)
+			}
+			p := filepath.Join(co, link)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.Symlink(filepath.Join(above, "secret.yaml"), p); err != nil {
+				t.Fatal(err)
+			}
+			st, err := LoadStack(co, filepath.Join(co, "web"))
+			if err == nil {
+				if link == "web/spec.yaml" {
+					_, err = st.Input()
+				} else {
+					_, _, err = st.WorkspaceFile("dev")
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), p+" is a link to a file outside the checkout: refused") {
+				t.Errorf("error = %v", err)
+			}
+			if err != nil && strings.Contains(err.Error(), "from-outside") {
+				t.Errorf("the outside file's content is in the error: %v", err)
+			}
+		})
 	}
 }

@@ -1,9 +1,7 @@
 package project
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,8 +39,9 @@ func (s *Stack) WorkspaceName(explicit string) string {
 
 // WorkspaceFile finds the file of workspace name: workspaces/<name>.yaml
 // (or .yml) in the project folder, else in the nearest folder above it up
-// to the repository root (the folder holding .git). tried lists where it
-// looked (the .yaml names), for the message when nothing is found.
+// to the checkout's root (Stack.Root), or without one the repository root
+// (the folder holding .git). tried lists where it looked (the .yaml
+// names), for the message when nothing is found.
 func (s *Stack) WorkspaceFile(name string) (path string, tried []string, err error) {
 	if !workspaceName.MatchString(name) {
 		return "", nil, fmt.Errorf("workspace name %q: want letters, digits, '-', '_' or '.', starting and ending with a letter or digit", name)
@@ -51,19 +50,19 @@ func (s *Stack) WorkspaceFile(name string) (path string, tried []string, err err
 	if s.Project != nil {
 		start = s.Project.Path
 	}
-	for dir := start; ; dir = filepath.Dir(dir) {
+	for dir := range upTo(s.Root, start) {
 		tried = append(tried, filepath.Join(dir, WorkspacesDir, name+".yaml"))
 		for _, ext := range []string{".yaml", ".yml"} {
 			p := filepath.Join(dir, WorkspacesDir, name+ext)
-			info, err := os.Stat(p)
-			switch {
-			case err == nil && !info.IsDir():
-				return p, tried, nil
-			case err != nil && !errors.Is(err, fs.ErrNotExist):
+			ok, err := present(s.Root, p)
+			if err != nil {
 				return "", tried, fmt.Errorf("workspace %s: %w", name, err)
 			}
+			if info, serr := os.Stat(p); ok && serr == nil && !info.IsDir() {
+				return p, tried, nil
+			}
 		}
-		if isRepositoryRoot(dir) || filepath.Dir(dir) == dir {
+		if s.Root == "" && isRepositoryRoot(dir) {
 			break
 		}
 	}

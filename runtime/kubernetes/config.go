@@ -8,9 +8,11 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// Context keys of a Spec (or workspace) that locate the cluster.
+// Context keys of a Spec (or workspace) that locate the cluster. A spec's
+// are checked (FromSpecContext) before use.
 const (
 	ContextKubeconfigPath    = "KUBECONFIG_PATH"
 	ContextKubeconfigContent = "KUBECONFIG_CONTENT"
@@ -25,11 +27,14 @@ const (
 // Config says how to reach a cluster and how to change it. The zero value of
 // every field but ForceConflicts means "the default".
 type Config struct {
-	// Kubeconfig is a kubeconfig file path. KubeconfigContent, when set, wins.
-	// With neither, $KUBECONFIG then ~/.kube/config are used (client-go's
-	// loading rules), then the in-cluster service account.
+	// Kubeconfig is a kubeconfig file path. KubeconfigContent, when set, wins,
+	// and Loaded over both. With none, $KUBECONFIG then ~/.kube/config are
+	// used (client-go's loading rules), then the in-cluster service account.
 	Kubeconfig        string
 	KubeconfigContent string
+	// Loaded is a kubeconfig already read and checked (FromSpecContext):
+	// used as it is, never read again.
+	Loaded *clientcmdapi.Config
 	// Context selects a kubeconfig context other than the current one.
 	Context string
 
@@ -59,20 +64,6 @@ type Config struct {
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
-// ConfigFromContext reads the kubeconfig location from a Spec's context
-// (KUBECONFIG_PATH, KUBECONFIG_CONTENT) and sets ForceConflicts, the caller's
-// default. Other fields are left at their zero value (New's defaults).
-func ConfigFromContext(ctx map[string]any) Config {
-	c := Config{ForceConflicts: true}
-	if s, ok := ctx[ContextKubeconfigPath].(string); ok {
-		c.Kubeconfig = s
-	}
-	if s, ok := ctx[ContextKubeconfigContent].(string); ok {
-		c.KubeconfigContent = s
-	}
-	return c
-}
-
 func (c Config) withDefaults() Config {
 	if c.FieldManager == "" {
 		c.FieldManager = DefaultFieldManager
@@ -100,6 +91,8 @@ func (c Config) restConfig() (*rest.Config, error) {
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.Context}
 	var cc clientcmd.ClientConfig
 	switch {
+	case c.Loaded != nil:
+		cc = clientcmd.NewDefaultClientConfig(*c.Loaded, overrides)
 	case c.KubeconfigContent != "":
 		raw, err := clientcmd.Load([]byte(c.KubeconfigContent))
 		if err != nil {

@@ -341,11 +341,7 @@ func TestShortDuration(t *testing.T) {
 	}
 }
 
-func TestConfigFromContext(t *testing.T) {
-	c := ConfigFromContext(map[string]any{ContextKubeconfigPath: "/k", ContextKubeconfigContent: "apiVersion: v1", "other": 1})
-	if c.Kubeconfig != "/k" || c.KubeconfigContent != "apiVersion: v1" || !c.ForceConflicts {
-		t.Errorf("got %+v", c)
-	}
+func TestConfigDefaults(t *testing.T) {
 	d := Config{}.withDefaults()
 	if d.FieldManager != "kusionpr" || d.ReadyTimeout != 5*time.Minute || d.QPS >= 0 || d.Logger == nil {
 		t.Errorf("defaults %+v (want no client-side rate limit: a negative QPS)", d)

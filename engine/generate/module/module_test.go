@@ -112,7 +112,7 @@ func TestGenerate(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				return Generate(ctx, bin, r)
+				return Generate(ctx, bin, r, Environ(nil))
 			}()
 			t.Logf("err: %v", err)
 			if len(tt.wantErr) > 0 {
@@ -135,6 +135,45 @@ func TestGenerate(t *testing.T) {
 
 	if got := logs.String(); !strings.Contains(got, "generating") || !strings.Contains(got, "module=") {
 		t.Errorf("the module's stderr did not reach slog; log:\n%s", got)
+	}
+}
+
+// TestModuleEnvironment: a module binary sees PATH and the like, and the
+// variables the operator passes, never the rest of its host's environment
+// (the bot's App key and webhook secret, a store's credentials).
+func TestModuleEnvironment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a module binary")
+	}
+	home := t.TempDir()
+	bin := installModule(t, home, "kusionstack", "echo", "0.1.0", buildEcho(t))
+	const key, secret, store = "-----BEGIN RSA PRIVATE KEY-----\nMIIkey", "webhook-secret-value", "store-secret-value"
+	t.Setenv("KUSIONPR_APP_PRIVATE_KEY", key)
+	t.Setenv("KUSIONPR_WEBHOOK_SECRET", secret)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", store)
+	t.Setenv("VAULT_ADDR", "https://vault.example")
+	t.Setenv("HTTPS_PROXY", "http://proxy.example:3128")
+	dump := filepath.Join(t.TempDir(), "env")
+	req := Request{Project: "shop", Stack: "dev", App: "cart", PlatformConfig: []byte("dumpEnvTo: " + dump + "\nregion: eu-west-1\ntier: gold\n")}
+	resp, err := Generate(context.Background(), bin, req, Environ([]string{"VAULT_ADDR"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEchoResponse(t, resp)
+	b, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(b)
+	for _, want := range []string{"PATH=" + os.Getenv("PATH") + "\n", "VAULT_ADDR=https://vault.example\n", "HTTPS_PROXY=http://proxy.example:3128\n", "MODULE_PLUGIN=ON\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("the module's environment lacks %q:\n%s", want, env)
+		}
+	}
+	for _, leaked := range []string{"MIIkey", secret, store, "KUSIONPR_", "AWS_"} {
+		if strings.Contains(env, leaked) {
+			t.Errorf("the module's environment holds %q:\n%s", leaked, env)
+		}
 	}
 }
 

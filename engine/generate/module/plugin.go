@@ -108,14 +108,19 @@ func Serve(g Generator) {
 	})
 }
 
-// Generate starts the module binary, asks it to generate from req, and stops
-// it. The module's log output goes to slog.Default, tagged with the binary.
-func Generate(ctx context.Context, binary string, req Request) (*Response, error) {
+// Generate starts the module binary with the environment env (and
+// go-plugin's handshake variables, nothing of this process's), asks it to
+// generate from req, and stops it. The module's log output goes to
+// slog.Default, tagged with the binary.
+func Generate(ctx context.Context, binary string, req Request, env []string) (*Response, error) {
 	logger := slog.Default().With("module", binary)
+	cmd := exec.CommandContext(ctx, binary)
+	cmd.Env = append([]string{}, env...)
 	pc := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  handshake(),
 		Plugins:          plugin.PluginSet{pluginName: &grpcPlugin{}},
-		Cmd:              exec.CommandContext(ctx, binary),
+		Cmd:              cmd,
+		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           newHCLogger(logger),
 	})

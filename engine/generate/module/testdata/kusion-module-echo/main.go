@@ -1,6 +1,8 @@
 // Command kusion-module-echo is a Kusion module for the tests of package
 // module: it turns the request into a ConfigMap and a patcher, and fails on
-// demand, so the tests can check what crosses the protocol.
+// demand, so the tests can check what crosses the protocol. A platform
+// config naming dumpEnvTo has it write its environment to that file, one
+// variable a line, so tests can check what a module sees of its host's.
 package main
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -30,6 +33,12 @@ func (e echo) Generate(ctx context.Context, req module.Request) (*module.Respons
 	var data map[string]string
 	if err := yaml.Unmarshal(req.PlatformConfig, &data); err != nil {
 		return nil, fmt.Errorf("decoding platform config: %w", err)
+	}
+	if dump := data["dumpEnvTo"]; dump != "" {
+		delete(data, "dumpEnvTo")
+		if err := os.WriteFile(dump, []byte(strings.Join(os.Environ(), "\n")+"\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("dumping the environment: %w", err)
+		}
 	}
 	cm := model.Resource{
 		ID:   model.KubernetesIDOf("v1", "ConfigMap", req.Project, req.App+"-echo"),

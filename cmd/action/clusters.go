@@ -1,0 +1,77 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kusionpr/kusionpr/runtime/kubernetes"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+// clusterSettings are the flags saying how stacks reach their cluster and
+// what module binaries see: the operator's, each defaulting to the bot's
+// environment variable of the same meaning.
+type clusterSettings struct {
+	specAllow, kubeconfigs, moduleEnv *string
+}
+
+func clusterFlags(fs *flag.FlagSet) clusterSettings {
+	return clusterSettings{
+		specAllow: fs.String("spec-kubeconfig-allow", os.Getenv("KUSIONPR_SPEC_KUBECONFIG_ALLOW"),
+			"what a spec's kubeconfig (context KUBECONFIG_CONTENT or KUBECONFIG_PATH) may bring, comma-separated: exec, auth-provider, files (default none: a server and inline credentials only; env KUSIONPR_SPEC_KUBECONFIG_ALLOW)"),
+		kubeconfigs: fs.String("kubeconfigs", os.Getenv("KUSIONPR_KUBECONFIGS"),
+			"WORKSPACE=FILE,...: the kubeconfig the stacks of each workspace use, whatever their spec says (env KUSIONPR_KUBECONFIGS)"),
+		moduleEnv: fs.String("module-env", os.Getenv("KUSIONPR_MODULE_ENV"),
+			"comma-separated names of environment variables Kusion module binaries get besides PATH, HOME, TMPDIR, locale and proxies (env KUSIONPR_MODULE_ENV)"),
+	}
+}
+
+// apply puts the settings into opts.
+func (c clusterSettings) apply(opts *workflow.Options) error {
+	allow, err := kubernetes.ParseAllowance(list(*c.specAllow))
+	if err != nil {
+		return fmt.Errorf("--spec-kubeconfig-allow: %w", err)
+	}
+	kubeconfigs, err := workspaceFiles(*c.kubeconfigs)
+	if err != nil {
+		return fmt.Errorf("--kubeconfigs: %w", err)
+	}
+	opts.Clusters = workflow.Clusters{Kubeconfigs: kubeconfigs, SpecAllow: allow, Setting: "--spec-kubeconfig-allow"}
+	opts.ModuleEnv = list(*c.moduleEnv)
+	return nil
+}
+
+// workspaceFiles reads WORKSPACE=FILE pairs, comma- or newline-separated.
+func workspaceFiles(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range list(s) {
+		ws, path, ok := strings.Cut(kv, "=")
+		if ws, path = strings.TrimSpace(ws), strings.TrimSpace(path); !ok || ws == "" || path == "" {
+			return nil, fmt.Errorf("%q: want WORKSPACE=FILE", kv)
+		}
+		out[ws] = path
+	}
+	return out, nil
+}
+
+// repositoryRoot is the folder holding .git at or above the stack: on
+// one's own machine the checkout whose files a spec may name and above
+// which project.yaml and workspaces/ are not looked for. "" when there is
+// none: the stack's folder then bounds what its spec may name.
+func repositoryRoot(stack string) string {
+	abs, err := filepath.Abs(stack)
+	if err != nil {
+		return ""
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
