@@ -115,6 +115,7 @@ func (a *App) Installations(ctx context.Context) ([]int64, error) {
 
 // Repository is a repository an installation reaches.
 type Repository struct {
+	ID                         int64
 	Owner, Name, DefaultBranch string
 }
 
@@ -136,7 +137,7 @@ func (a *App) Repositories(ctx context.Context, installationID int64) ([]Reposit
 			return nil, fmt.Errorf("repositories of installation %d: %w", installationID, err)
 		}
 		for _, r := range list.Repositories {
-			out = append(out, Repository{Owner: r.GetOwner().GetLogin(), Name: r.GetName(), DefaultBranch: r.GetDefaultBranch()})
+			out = append(out, Repository{ID: r.GetID(), Owner: r.GetOwner().GetLogin(), Name: r.GetName(), DefaultBranch: r.GetDefaultBranch()})
 		}
 		if resp.NextPage == 0 {
 			return out, nil
