@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"gocloud.dev/blob"
+	"gopkg.in/yaml.v3"
 
 	"github.com/kusionpr/kusionpr/model"
 )
@@ -295,5 +298,36 @@ func TestRepositorySame(t *testing.T) {
 		if got := tc.a.Same(tc.b); got != tc.want {
 			t.Errorf("%v.Same(%v) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+// Kusion's storage decodes a release with gopkg.in/yaml.v3 into its own
+// Release type, which has no origin: the repository and the adoption
+// travel in a field it skips, and it still reads everything else.
+func TestKusionReadsOwnedReleases(t *testing.T) {
+	ctx := context.Background()
+	dir := copyTree(t, "testdata/kusion")
+	s := openURL(t, fileURL(dir))
+	r := release("demo", "dev", model.PhaseApplying, "alice")
+	if _, err := (Owned{Store: s, Run: repoA}).Begin(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	r.Phase = model.PhaseSucceeded // written as YAML, as Kusion writes
+	if err := s.Update(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "releases/demo/dev/4.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "fullName: octo-org/infra") || !strings.Contains(string(data), "adopted: true") {
+		t.Fatalf("the release does not record its repository:\n%s", data)
+	}
+	var kr kusionRelease
+	if err := yaml.Unmarshal(data, &kr); err != nil {
+		t.Fatalf("yaml.v3 cannot read an owned release: %v\n%s", err, data)
+	}
+	if kr.Project != "demo" || kr.Revision != 4 || kr.Phase != "succeeded" || len(kr.Spec.Resources) != 1 {
+		t.Fatalf("Kusion's view of an owned release: %+v", kr)
 	}
 }
