@@ -95,17 +95,22 @@ func TestAnotherRepositoryCannotTouchAProject(t *testing.T) {
 	w.gh.SetPullFiles(w.owner, bRepo, bNumber, []githubfake.PullFile{{Filename: "apps/web/dev/spec.yaml", Status: "modified"}})
 	w.gh.SetPermission(w.owner, bRepo, "b-writer", "write")
 
-	// A writer's /kusion preview on B's pull request.
-	ev := fromRepository(w.payload("issue_comment", "created"), w.owner, bRepo, bID)
-	issue := ev["issue"].(map[string]any)
-	issue["number"] = float64(bNumber)
-	issue["pull_request"] = map[string]any{"url": fmt.Sprintf("https://api.github.com/repos/%s/%s/pulls/%d", w.owner, bRepo, bNumber)}
-	posted := w.gh.PostComment(w.owner, bRepo, bNumber, "b-writer", "/kusion preview")
-	c := ev["comment"].(map[string]any)
-	c["body"], c["id"], c["user"] = "/kusion preview", float64(posted.ID), map[string]any{"login": "b-writer", "type": "User"}
-	if resp := githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", ev); resp.Status != http.StatusAccepted {
-		t.Fatalf("B's preview command answered %d: %s", resp.Status, resp.Body)
+	// A writer's commands on B's pull request.
+	commands := map[int64]bool{}
+	command := func(body string) {
+		ev := fromRepository(w.payload("issue_comment", "created"), w.owner, bRepo, bID)
+		issue := ev["issue"].(map[string]any)
+		issue["number"] = float64(bNumber)
+		issue["pull_request"] = map[string]any{"url": fmt.Sprintf("https://api.github.com/repos/%s/%s/pulls/%d", w.owner, bRepo, bNumber)}
+		posted := w.gh.PostComment(w.owner, bRepo, bNumber, "b-writer", body)
+		commands[posted.ID] = true
+		c := ev["comment"].(map[string]any)
+		c["body"], c["id"], c["user"] = body, float64(posted.ID), map[string]any{"login": "b-writer", "type": "User"}
+		if resp := githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", ev); resp.Status != http.StatusAccepted {
+			t.Fatalf("B's %s answered %d: %s", body, resp.Status, resp.Body)
+		}
 	}
+	command("/kusion preview")
 	refusals := func() int {
 		n := 0
 		for _, c := range w.gh.Comments(w.owner, bRepo, bNumber) {
@@ -125,8 +130,12 @@ func TestAnotherRepositoryCannotTouchAProject(t *testing.T) {
 	}
 	w.waitFor("the refusal of B's merge", func() bool { return refusals() == 2 })
 
+	// B's unlock: refused as such, not told whether A's release runs.
+	command("/kusion unlock apps/web/dev")
+	w.waitFor("the refusal of B's unlock", func() bool { return refusals() == 3 })
+
 	for _, c := range w.gh.Comments(w.owner, bRepo, bNumber) {
-		if c.ID == posted.ID {
+		if commands[c.ID] {
 			continue
 		}
 		if strings.Contains(c.Body, aValue) {
