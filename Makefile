@@ -23,6 +23,7 @@ test: vet
 	eval "$$(bash $(TESTENV) env)" && KUSIONPR_REQUIRE_TESTENV=1 $(GO) test -race -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime 15s ./webhook/
 	$(GO) test -run '^$$' -fuzz '^FuzzUntar$$' -fuzztime 15s ./githubapi/
+	$(GO) test -run '^$$' -fuzz '^FuzzReleaseStoreReader$$' -fuzztime 15s ./backend/
 
 testenv:
 	bash $(TESTENV) start

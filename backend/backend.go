@@ -21,9 +21,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +60,16 @@ const (
 	releaseExt  = ".yaml"
 )
 
+// The most a read takes of one object: a release or index past it (corrupt,
+// or put there to exhaust the runner's memory) is refused, naming its key,
+// after reading at most one byte more. A release of 10,000 Kubernetes
+// objects with their recorded state is about 40 MB; an index entry is about
+// 45 bytes, so the index limit allows some 370,000 revisions.
+const (
+	DefaultMaxReleaseBytes = 128 << 20
+	DefaultMaxIndexBytes   = 16 << 20
+)
+
 // Store keeps the releases of many projects and workspaces in one bucket.
 // It is safe for concurrent use, by goroutines and by processes sharing the bucket.
 type Store struct {
@@ -72,6 +84,32 @@ type Store struct {
 	Lease time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// MaxReleaseBytes and MaxIndexBytes bound what one read of a release
+	// or of an index takes (default DefaultMaxReleaseBytes, DefaultMaxIndexBytes).
+	MaxReleaseBytes, MaxIndexBytes int64
+}
+
+func (s *Store) maxRelease() int64 {
+	if s.MaxReleaseBytes > 0 {
+		return s.MaxReleaseBytes
+	}
+	return DefaultMaxReleaseBytes
+}
+
+func (s *Store) maxIndex() int64 {
+	if s.MaxIndexBytes > 0 {
+		return s.MaxIndexBytes
+	}
+	return DefaultMaxIndexBytes
+}
+
+// readObject reads key within limit; what names the object in the errors.
+func (s *Store) readObject(ctx context.Context, key string, limit int64, what string) ([]byte, error) {
+	data, err := s.obj.read(ctx, key, limit)
+	if errors.Is(err, errObjectTooLarge) {
+		return nil, fmt.Errorf("%s %s is refused, %w (a corrupt or hostile object: not read; remove or repair it)", what, key, err)
+	}
+	return data, err
 }
 
 // DefaultLease suits runners that die with their machine: a crashed apply
@@ -240,7 +278,13 @@ func (s *Store) Revisions(ctx context.Context, project, workspace string) ([]uin
 
 // scan finds the latest release from the index and probing, repairs the
 // index where the probes show it wrong, and returns both. With gaps it also
-// probes the revisions below the latest that the index does not list.
+// finds the revisions below the latest that the index does not list.
+//
+// The index is never trusted to bound a loop: probing forward stops at the
+// first free slot, so it costs what exists; an index naming a revision that
+// does not exist (restored, hand-edited, or written to make readers walk
+// back a billion slots) sends the reader to the folder's listing, whose
+// length is what exists too. Every step honours ctx.
 func (s *Store) scan(ctx context.Context, project, workspace string, gaps bool) (*model.Release, *index, error) {
 	ix, _, err := s.readIndex(ctx, project, workspace)
 	if err != nil {
@@ -251,8 +295,11 @@ func (s *Store) scan(ctx context.Context, project, workspace string, gaps bool) 
 	// Probe forward from the index's latest.
 	top := ix.LatestRevision
 	var found []uint64
-	for {
+	for top < math.MaxUint64 {
 		ok, err := s.obj.exists(ctx, s.releaseKey(project, workspace, top+1))
+		if err == nil {
+			err = ctx.Err()
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("probe release %s/%s/%d: %w", project, workspace, top+1, err)
 		}
@@ -264,18 +311,29 @@ func (s *Store) scan(ctx context.Context, project, workspace string, gaps bool) 
 	}
 
 	var latest *model.Release
-	for top > 0 {
+	var listed []uint64 // nil until the folder is listed
+	if top > 0 {
 		latest, err = s.Get(ctx, project, workspace, top)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, nil, err
 		}
-		// The index names a revision that does not exist (a restored or
-		// hand-edited folder): walk back to the last one that does.
-		top--
-		latest = nil
+	}
+	if top > 0 && latest == nil {
+		// The index names a revision that does not exist: the listing says
+		// which do. Take the highest that still reads.
+		if listed, err = s.listRevisions(ctx, project, workspace); err != nil {
+			return nil, nil, err
+		}
+		top = 0
+		for i := len(listed) - 1; i >= 0 && latest == nil; i-- {
+			latest, err = s.Get(ctx, project, workspace, listed[i])
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, nil, err
+			}
+			if latest != nil {
+				top = listed[i]
+			}
+		}
 	}
 	if top != ix.LatestRevision || len(found) > 0 {
 		changed = true
@@ -296,16 +354,17 @@ func (s *Store) scan(ctx context.Context, project, workspace string, gaps bool) 
 			missing = append(missing, rev)
 		}
 	}
-	if gaps {
-		for rev := uint64(1); rev < top; rev++ {
-			if ix.entry(rev) == nil && !containsRev(found, rev) {
-				ok, err := s.obj.exists(ctx, s.releaseKey(project, workspace, rev))
-				if err != nil {
-					return nil, nil, fmt.Errorf("probe release %s/%s/%d: %w", project, workspace, rev, err)
-				}
-				if ok {
-					missing = append(missing, rev)
-				}
+	if gaps && uint64(len(ix.Releases)) < top {
+		// Some revision below the latest is not in the index: list the
+		// folder rather than probe each slot up to a number that may be huge.
+		if listed == nil {
+			if listed, err = s.listRevisions(ctx, project, workspace); err != nil {
+				return nil, nil, err
+			}
+		}
+		for _, rev := range listed {
+			if rev < top && ix.entry(rev) == nil && !containsRev(found, rev) {
+				missing = append(missing, rev)
 			}
 		}
 	}
@@ -329,6 +388,30 @@ func (s *Store) scan(ctx context.Context, project, workspace string, gaps bool) 
 	return latest, ix, nil
 }
 
+// listRevisions lists the revisions whose release files exist, ascending.
+// Other names in the folder (the index, temporary files) are left out.
+func (s *Store) listRevisions(ctx context.Context, project, workspace string) ([]uint64, error) {
+	prefix := s.dirKey(project, workspace)
+	names, err := s.obj.list(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list releases %s: %w", prefix, err)
+	}
+	var revs []uint64
+	for _, n := range names {
+		num, ok := strings.CutSuffix(n, releaseExt)
+		if !ok {
+			continue
+		}
+		rev, err := strconv.ParseUint(num, 10, 64)
+		if err != nil || rev == 0 || strconv.FormatUint(rev, 10) != num {
+			continue
+		}
+		revs = append(revs, rev)
+	}
+	slices.Sort(revs)
+	return revs, nil
+}
+
 func containsRev(revs []uint64, rev uint64) bool {
 	for _, r := range revs {
 		if r == rev {
@@ -344,7 +427,7 @@ func (s *Store) Get(ctx context.Context, project, workspace string, revision uin
 		return nil, fmt.Errorf("read release %s/%s/%d: %w", project, workspace, revision, err)
 	}
 	key := s.releaseKey(project, workspace, revision)
-	data, err := s.obj.read(ctx, key)
+	data, err := s.readObject(ctx, key, s.maxRelease(), "release")
 	if errors.Is(err, errObjectMissing) {
 		return nil, fmt.Errorf("read release %s/%s/%d: %w", project, workspace, revision, ErrNotFound)
 	}
@@ -469,7 +552,7 @@ func (s *Store) Update(ctx context.Context, r *model.Release) error {
 		return fmt.Errorf("update release: %w", err)
 	}
 	key := s.releaseKey(r.Project, r.Workspace, r.Revision)
-	data, err := s.obj.read(ctx, key)
+	data, err := s.readObject(ctx, key, s.maxRelease(), "release")
 	if errors.Is(err, errObjectMissing) {
 		err = ErrNotFound
 	}
@@ -539,9 +622,20 @@ func (s *Store) BeginIf(ctx context.Context, r *model.Release, cond func(latest 
 // Kusion's `release unlock` does: it becomes failed, with who unlocked it and
 // why. Its holder, if still alive, is refused its next write.
 func (s *Store) Unlock(ctx context.Context, project, workspace, who, why string) (*model.Release, error) {
+	return s.UnlockIf(ctx, project, workspace, who, why, nil)
+}
+
+// UnlockIf is Unlock that first asks cond about the release it would end;
+// an error of cond is returned as it is and nothing is written.
+func (s *Store) UnlockIf(ctx context.Context, project, workspace, who, why string, cond func(latest *model.Release) error) (*model.Release, error) {
 	latest, err := s.Latest(ctx, project, workspace)
 	if err != nil {
 		return nil, fmt.Errorf("unlock %s/%s: %w", project, workspace, err)
+	}
+	if cond != nil {
+		if err := cond(latest); err != nil {
+			return nil, fmt.Errorf("unlock %s/%s: %w", project, workspace, err)
+		}
 	}
 	if latest == nil {
 		return nil, fmt.Errorf("unlock %s/%s: there is no release", project, workspace)
@@ -622,6 +716,9 @@ func (s *Store) begin(ctx context.Context, r *model.Release, cond func(*model.Re
 		}
 		r.Revision = 1
 		if latest != nil {
+			if latest.Revision == math.MaxUint64 {
+				return nil, nil, fmt.Errorf("begin release %s/%s: the latest revision is %d, the last there is", r.Project, r.Workspace, latest.Revision)
+			}
 			r.Revision = latest.Revision + 1
 		}
 		err = s.Create(ctx, r)

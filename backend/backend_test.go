@@ -479,12 +479,17 @@ func TestIndexLag(t *testing.T) {
 // countingObjects counts the requests a Store makes.
 type countingObjects struct {
 	objects
-	exists, reads, writes atomic.Int64
+	exists, reads, writes, lists atomic.Int64
 }
 
-func (c *countingObjects) reset() { c.exists.Store(0); c.reads.Store(0); c.writes.Store(0) }
+func (c *countingObjects) reset() {
+	c.exists.Store(0)
+	c.reads.Store(0)
+	c.writes.Store(0)
+	c.lists.Store(0)
+}
 func (c *countingObjects) total() int64 {
-	return c.exists.Load() + c.reads.Load() + c.writes.Load()
+	return c.exists.Load() + c.reads.Load() + c.writes.Load() + c.lists.Load()
 }
 
 func TestLatestUsesConstantRequests(t *testing.T) {
@@ -544,9 +549,13 @@ func (w countingWrap) exists(ctx context.Context, key string) (bool, error) {
 	w.c.exists.Add(1)
 	return w.c.objects.exists(ctx, key)
 }
-func (w countingWrap) read(ctx context.Context, key string) ([]byte, error) {
+func (w countingWrap) read(ctx context.Context, key string, limit int64) ([]byte, error) {
 	w.c.reads.Add(1)
-	return w.c.objects.read(ctx, key)
+	return w.c.objects.read(ctx, key, limit)
+}
+func (w countingWrap) list(ctx context.Context, prefix string) ([]string, error) {
+	w.c.lists.Add(1)
+	return w.c.objects.list(ctx, prefix)
 }
 func (w countingWrap) write(ctx context.Context, key string, data []byte, createOnly bool) error {
 	w.c.writes.Add(1)

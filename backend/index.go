@@ -76,7 +76,7 @@ func (ix *index) sort() {
 // one (found is false).
 func (s *Store) readIndex(ctx context.Context, project, workspace string) (ix *index, found bool, err error) {
 	key := s.indexKey(project, workspace)
-	data, err := s.obj.read(ctx, key)
+	data, err := s.readObject(ctx, key, s.maxIndex(), "release index")
 	if errors.Is(err, errObjectMissing) {
 		return &index{}, false, nil
 	}

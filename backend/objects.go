@@ -7,12 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,8 +30,13 @@ import (
 type objects interface {
 	// exists reports whether key holds an object.
 	exists(ctx context.Context, key string) (bool, error)
-	// read returns the whole object; a missing key gives an error wrapping errObjectMissing.
-	read(ctx context.Context, key string) ([]byte, error)
+	// read returns the whole object; a missing key gives an error wrapping
+	// errObjectMissing, one larger than limit bytes an error wrapping
+	// errObjectTooLarge, having read at most limit+1 bytes of it.
+	read(ctx context.Context, key string, limit int64) ([]byte, error)
+	// list returns the names (without prefix) of the objects directly under
+	// prefix, which ends in "/".
+	list(ctx context.Context, prefix string) ([]string, error)
 	// write stores data under key in one piece: readers see the old object or
 	// the new one, never a part. With createOnly it fails with an error
 	// wrapping errObjectExists when key already holds an object.
@@ -38,8 +45,9 @@ type objects interface {
 }
 
 var (
-	errObjectMissing = errors.New("object does not exist")
-	errObjectExists  = errors.New("object already exists")
+	errObjectMissing  = errors.New("object does not exist")
+	errObjectExists   = errors.New("object already exists")
+	errObjectTooLarge = errors.New("over the size limit")
 )
 
 // bucketObjects implements objects over any gocloud.dev/blob bucket.
@@ -58,16 +66,75 @@ func (o bucketObjects) exists(ctx context.Context, key string) (bool, error) {
 	return ok, err
 }
 
-func (o bucketObjects) read(ctx context.Context, key string) ([]byte, error) {
+func (o bucketObjects) read(ctx context.Context, key string, limit int64) ([]byte, error) {
 	var data []byte
-	err := retry(ctx, func() (err error) {
-		data, err = o.b.ReadAll(ctx, key)
-		return err
+	err := retry(ctx, func() error {
+		r, err := o.b.NewReader(ctx, key, nil)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		// The size the store states refuses a huge object before its body
+		// is read; the limited read below holds even if the size lied.
+		if size := r.Size(); size > limit {
+			return fmt.Errorf("%w: %d bytes, more than %d", errObjectTooLarge, size, limit)
+		}
+		data, err = io.ReadAll(io.LimitReader(ctxReader{ctx, r}, limit+1))
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) > limit {
+			return fmt.Errorf("%w: more than %d bytes", errObjectTooLarge, limit)
+		}
+		return nil
 	})
 	if missing(err) {
 		return nil, fmt.Errorf("%w: %v", errObjectMissing, err)
 	}
 	return data, err
+}
+
+// ctxReader stops reading when ctx ends: a local file or a slow stream
+// does not look at the context between chunks by itself.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func (o bucketObjects) list(ctx context.Context, prefix string) ([]string, error) {
+	var names []string
+	opts := &blob.ListOptions{Prefix: prefix, Delimiter: "/"}
+	token := blob.FirstPageToken
+	for {
+		var page []*blob.ListObject
+		var next []byte
+		err := retry(ctx, func() (err error) {
+			page, next, err = o.b.ListPage(ctx, token, 1000, opts)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range page {
+			if !obj.IsDir {
+				names = append(names, strings.TrimPrefix(obj.Key, prefix))
+			}
+		}
+		if len(next) == 0 {
+			return names, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		token = next
+	}
 }
 
 func (o bucketObjects) write(ctx context.Context, key string, data []byte, createOnly bool) error {
@@ -92,7 +159,7 @@ func (o bucketObjects) write(ctx context.Context, key string, data []byte, creat
 		if attempts > 1 {
 			// A retried create may have lost only to its own first try, whose
 			// answer never arrived: then the object is ours.
-			if got, rerr := o.read(ctx, key); rerr == nil && bytes.Equal(got, data) {
+			if got, rerr := o.read(ctx, key, int64(len(data))); rerr == nil && bytes.Equal(got, data) {
 				return nil
 			}
 		}

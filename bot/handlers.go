@@ -42,6 +42,7 @@ type event struct {
 		User user   `json:"user"`
 	} `json:"comment"`
 	Repository struct {
+		ID            int64  `json:"id"`
 		FullName      string `json:"full_name"`
 		Name          string `json:"name"`
 		Owner         user   `json:"owner"`
@@ -62,6 +63,7 @@ type user struct {
 type job struct {
 	installation int64
 	owner, repo  string
+	repoID       int64 // GitHub's id of owner/repo: what owns a project's releases
 	number       int
 	sha          string
 	actor        string
@@ -91,7 +93,7 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 		b.log.Info("repository not allowed", "repository", ev.Repository.FullName)
 		return "ignored", nil
 	}
-	j := job{installation: ev.Installation.ID, owner: ev.Repository.Owner.Login, repo: ev.Repository.Name}
+	j := job{installation: ev.Installation.ID, owner: ev.Repository.Owner.Login, repo: ev.Repository.Name, repoID: ev.Repository.ID}
 	switch {
 	case d.Event == "pull_request" && ev.Action == "closed" && ev.PullRequest != nil && ev.PullRequest.Merged:
 		if ev.PullRequest.Base.Ref != ev.Repository.DefaultBranch {
@@ -238,7 +240,8 @@ func (b *Bot) run(ctx context.Context, j job) {
 
 	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, ForceConflicts: true, Lease: b.cfg.Lease,
 		WaitHeld: b.cfg.HoldWait, Logger: log, CheckoutRoot: dir, Clusters: b.cfg.clusters(), ModuleEnv: b.cfg.ModuleEnv,
-		Origin: &model.Origin{PullRequest: j.number, SHA: ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt}}
+		Origin: &model.Origin{PullRequest: j.number, SHA: ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt,
+			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}
 	opts.TerraformProviders, opts.TerraformEnv = b.cfg.TerraformProviders, b.cfg.TerraformEnv
 	if j.afterMerge {
 		opts.Skip = mergeSkip(ref, j.mergedAt, j.recovering)

@@ -110,6 +110,7 @@ func (a *App) Installations(ctx context.Context) ([]int64, error) {
 
 // Repository is a repository an installation reaches.
 type Repository struct {
+	ID                         int64
 	Owner, Name, DefaultBranch string
 }
 
@@ -131,7 +132,7 @@ func (a *App) Repositories(ctx context.Context, installationID int64) ([]Reposit
 			return nil, fmt.Errorf("repositories of installation %d: %w", installationID, err)
 		}
 		for _, r := range list.Repositories {
-			out = append(out, Repository{Owner: r.GetOwner().GetLogin(), Name: r.GetName(), DefaultBranch: r.GetDefaultBranch()})
+			out = append(out, Repository{ID: r.GetID(), Owner: r.GetOwner().GetLogin(), Name: r.GetName(), DefaultBranch: r.GetDefaultBranch()})
 		}
 		if resp.NextPage == 0 {
 			return out, nil

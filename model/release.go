@@ -2,6 +2,9 @@ package model
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -58,6 +61,50 @@ type Origin struct {
 	// MergedAt is when the commit applied was merged, for a merge's apply:
 	// merges are applied in this order, never an older over a newer one.
 	MergedAt time.Time `json:"mergedAt,omitzero" yaml:"mergedAt,omitempty"`
+	// Repository is the GitHub repository the project and workspace belong
+	// to as of this release: the one the run came from, or, for a run from
+	// outside GitHub (the operator), the one the releases before it named.
+	// Runs from any other repository are refused (see backend.CheckOwner).
+	Repository *Repository `json:"repository,omitempty" yaml:"repository,omitempty"`
+	// Adopted is set on the release by which Repository took over releases
+	// that named no repository (written by the Kusion CLI, or by a run
+	// outside GitHub before any repository ran on them).
+	Adopted bool `json:"adopted,omitempty" yaml:"adopted,omitempty"`
+}
+
+// Repository identifies a GitHub repository. The id stays when the
+// repository is renamed or moved; the name is for people.
+type Repository struct {
+	ID       int64  `json:"id,omitempty" yaml:"id,omitempty"`
+	FullName string `json:"fullName,omitempty" yaml:"fullName,omitempty"`
+}
+
+// Same reports whether r and o are one repository: by id when both have
+// one, else by name (GitHub's names ignore case).
+func (r *Repository) Same(o *Repository) bool {
+	if r == nil || o == nil {
+		return false
+	}
+	if r.ID != 0 && o.ID != 0 {
+		return r.ID == o.ID
+	}
+	return r.FullName != "" && strings.EqualFold(r.FullName, o.FullName)
+}
+
+// String names r for messages: "owner/name (id 123)".
+func (r *Repository) String() string {
+	if r == nil {
+		return "no repository"
+	}
+	// Quoted: the name comes from a release file, which is data.
+	name := strconv.Quote(r.FullName)
+	if r.FullName == "" {
+		name = "a repository"
+	}
+	if r.ID == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s (id %d)", name, r.ID)
 }
 
 // State is what the runtimes reported after the release's operation.

@@ -166,11 +166,14 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	}
 	defer store.Close()
 	run.Store = where
+	// Every read of a release and every slot taken goes through the check
+	// that the project belongs to the run's repository.
+	owned := backend.Owned{Store: store, Run: runRepository(opts)}
 	skip := func() (string, error) {
 		if opts.Skip == nil {
 			return "", nil
 		}
-		latest, err := store.Latest(ctx, target.Project, target.Workspace)
+		latest, err := owned.Latest(ctx, target.Project, target.Workspace)
 		if err != nil {
 			return "", err
 		}
@@ -192,7 +195,7 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 				return terraform.New(terraformConfig(opts))
 			}},
 		},
-		Store:        store,
+		Store:        owned,
 		Parallelism:  opts.Parallelism,
 		Logger:       opts.Logger,
 		Heartbeat:    store.HeartbeatInterval(),
@@ -284,7 +287,15 @@ func Unlock(ctx context.Context, dir string, opts Options, who, why string) (*mo
 		return nil, err
 	}
 	defer store.Close()
-	return store.Unlock(ctx, st.Project.Name, ws, who, why)
+	return backend.Owned{Store: store, Run: runRepository(opts)}.Unlock(ctx, st.Project.Name, ws, who, why)
+}
+
+// runRepository is the repository the run comes from, nil outside GitHub.
+func runRepository(opts Options) *model.Repository {
+	if opts.Origin == nil {
+		return nil
+	}
+	return opts.Origin.Repository
 }
 
 // lazy builds its runtime on first use, so a stack without Kubernetes

@@ -90,7 +90,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	root := filepath.Join(workspace, in("root"))
 	opts := workflow.Options{
 		Workspace: in("workspace"), Backend: in("backend"), ForceConflicts: true, Logger: log,
-		Origin:       &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command},
+		Origin:       &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command, Repository: jobRepository(ga, gctx)},
 		IgnoreFields: list(in("ignore-fields")), CheckoutRoot: workspace, ModuleEnv: list(in("module-env")),
 	}
 	opts.TerraformProviders, opts.TerraformEnv = list(in("terraform-providers")), list(in("terraform-env"))
@@ -244,6 +244,17 @@ func eventPullRequest(ev map[string]any) *pullRequestEvent {
 		fork = true
 	}
 	return &pullRequestEvent{number: int(n), headSHA: sha, fork: fork}
+}
+
+// jobRepository is the repository the job runs for, which the projects it
+// releases belong to: GITHUB_REPOSITORY_ID (kept across renames) and
+// GITHUB_REPOSITORY, which a workflow cannot override. nil if neither is set.
+func jobRepository(ga *githubactions.Action, gctx *githubactions.GitHubContext) *model.Repository {
+	id, _ := strconv.ParseInt(strings.TrimSpace(ga.Getenv("GITHUB_REPOSITORY_ID")), 10, 64)
+	if id <= 0 && gctx.Repository == "" {
+		return nil
+	}
+	return &model.Repository{ID: max(id, 0), FullName: gctx.Repository}
 }
 
 // pushFiles lists what a push event's commits added, changed and removed.

@@ -116,7 +116,7 @@ func runAction(t *testing.T, gh *githubfake.Server, repoRoot, eventName string, 
 	cmd.Env = append(os.Environ(),
 		"GITHUB_ACTIONS=true", "GITHUB_EVENT_NAME="+eventName, "GITHUB_EVENT_PATH="+eventPath,
 		"GITHUB_OUTPUT="+outputs, "GITHUB_STEP_SUMMARY="+summary, "GITHUB_WORKSPACE="+repoRoot,
-		"GITHUB_REPOSITORY="+fmt.Sprint(repo["full_name"]), "GITHUB_API_URL="+strings.TrimSuffix(gh.URL, "/"),
+		"GITHUB_REPOSITORY="+fmt.Sprint(repo["full_name"]), "GITHUB_REPOSITORY_ID="+fmt.Sprintf("%.0f", repo["id"]), "GITHUB_API_URL="+strings.TrimSuffix(gh.URL, "/"),
 		"GITHUB_ACTOR=octocat", "INPUT_GITHUB-TOKEN=ghs_testtoken1234567890", "INPUT_WORKSPACE=default",
 	)
 	for k, v := range env {

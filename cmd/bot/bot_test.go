@@ -109,6 +109,7 @@ func newWorld(t *testing.T, opts ...worldOption) *world {
 	keyPath := filepath.Join(t.TempDir(), "app.pem")
 	os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600)
 	w.gh.AddInstallationRepo(installationID, w.owner, w.repo)
+	w.gh.SetRepositoryID(w.owner, w.repo, int64(w.payload("pull_request", "closed")["repository"].(map[string]any)["id"].(float64)))
 
 	os.MkdirAll(filepath.Join(w.tree, "apps/web/dev"), 0o755)
 	os.WriteFile(filepath.Join(w.tree, "apps/web/project.yaml"), []byte("name: web\n"), 0o644)

@@ -50,6 +50,17 @@ func (s *Server) AddInstallationRepo(installation int64, owner, repo string) {
 	s.st.installRepos = append(s.st.installRepos, installRepo{installation: installation, owner: owner, name: repo})
 }
 
+// SetRepositoryID gives owner/repo GitHub's numeric id id, as the webhook
+// payloads about it carry it; without it the API makes one up.
+func (s *Server) SetRepositoryID(owner, repo string, id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.repoIDs == nil {
+		s.st.repoIDs = map[string]int64{}
+	}
+	s.st.repoIDs[repoKey(owner, repo)] = id
+}
+
 func unauthorized(message string) response {
 	return ghError(http.StatusUnauthorized, message)
 }
@@ -260,7 +271,11 @@ func (s *Server) installationRepos(rq *request) response {
 		if m == nil {
 			m = map[string]any{}
 		}
-		set(m, "id", int64(100000+from+i))
+		id := s.st.repoIDs[repoKey(r.owner, r.name)]
+		if id == 0 {
+			id = int64(100000 + from + i)
+		}
+		set(m, "id", id)
 		set(m, "name", r.name)
 		set(m, "full_name", r.owner+"/"+r.name)
 		withUser(m, "owner", r.owner)

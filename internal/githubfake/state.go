@@ -37,6 +37,7 @@ type state struct {
 	appID        int64
 	appKey       *rsa.PublicKey // nil: /app requests take any token
 	installRepos []installRepo
+	repoIDs      map[string]int64    // by repo key: GitHub's id, when a test set one
 	tokenInstall map[string]int64    // installation token -> its installation
 	tokenScope   map[string][]string // installation token -> the repository names it was limited to
 }
