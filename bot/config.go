@@ -55,6 +55,10 @@ type Config struct {
 	RequireApproval  bool `json:"requireApproval"`
 	RequireMergeable bool `json:"requireMergeable"`
 	RequireChecks    bool `json:"requireChecks"`
+	// MergeableStates are the mergeable_state values an apply before merge
+	// accepts (KUSIONPR_MERGEABLE_STATES, comma-separated; default clean;
+	// unstable and has_hooks may be added).
+	MergeableStates []string `json:"mergeableStates"`
 	// ShutdownTimeout is how long a stop waits for running applies
 	// (KUSIONPR_SHUTDOWN_TIMEOUT, default 10m).
 	ShutdownTimeout time.Duration `json:"shutdownTimeout"`
@@ -108,7 +112,7 @@ type Config struct {
 // LoadConfig reads the configuration; getenv is os.Getenv outside tests.
 func LoadConfig(getenv func(string) string) (*Config, error) {
 	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4,
-		RequireApproval: true, RequireMergeable: true, RequireChecks: true, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
+		RequireApproval: true, RequireMergeable: true, RequireChecks: true, MergeableStates: []string{"clean"}, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
 		HoldWait: 30 * time.Minute, RecoverWindow: 24 * time.Hour,
 		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {
@@ -195,6 +199,10 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	flag("KUSIONPR_REQUIRE_APPROVAL", &c.RequireApproval)
 	flag("KUSIONPR_REQUIRE_MERGEABLE", &c.RequireMergeable)
 	flag("KUSIONPR_REQUIRE_CHECKS", &c.RequireChecks)
+	if v := getenv("KUSIONPR_MERGEABLE_STATES"); v != "" {
+		c.MergeableStates = list(v)
+	}
+	errs = append(errs, checkMergeableStates(c.MergeableStates))
 	dur("KUSIONPR_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	dur("KUSIONPR_SHUTDOWN_DELAY", &c.ShutdownDelay)
 	dur("KUSIONPR_LEASE", &c.Lease)

@@ -193,13 +193,13 @@ func (b *Bot) run(ctx context.Context, j job) {
 		return
 	case chatops.Apply, chatops.Unlock:
 		if !j.afterMerge {
-			perm, err := gh.Permission(ctx, j.actor)
+			access, err := gh.Permission(ctx, j.actor)
 			if err != nil {
 				refuse("the permission check failed: " + err.Error())
 				return
 			}
-			if perm != "admin" && perm != "write" && perm != "maintain" {
-				refuse(fmt.Sprintf("it needs write or admin permission on the repository; @%s has %s", j.actor, perm))
+			if !access.CanWrite() {
+				refuse(fmt.Sprintf("it needs write or admin permission on the repository; @%s has %s", j.actor, access))
 				return
 			}
 		}
@@ -306,38 +306,6 @@ func (b *Bot) run(ctx context.Context, j job) {
 	default:
 		react("rocket")
 	}
-}
-
-// applyRefusal checks what an apply before merge needs; "" when allowed.
-func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *githubapi.PullRequestDetail) string {
-	switch {
-	case pr.Fork:
-		return "pull requests from forks are never applied"
-	case pr.State != "open":
-		return "the pull request is " + pr.State
-	}
-	if b.cfg.RequireApproval {
-		approvers, err := gh.ApprovedBy(ctx, pr.Number, pr.Author, pr.HeadSHA)
-		if err != nil {
-			return err.Error()
-		}
-		if len(approvers) == 0 {
-			return fmt.Sprintf("it needs an approval of %s from someone other than its author", short(pr.HeadSHA))
-		}
-	}
-	if b.cfg.RequireMergeable && !pr.Mergeable {
-		return "the pull request is not mergeable"
-	}
-	if b.cfg.RequireChecks {
-		ok, failing, err := gh.ChecksGreen(ctx, pr.HeadSHA, "kusion/")
-		if err != nil {
-			return err.Error()
-		}
-		if !ok {
-			return "required checks are not green: " + strings.Join(failing, ", ")
-		}
-	}
-	return ""
 }
 
 // checkoutRefusal says why the repository at ref was not checked out,

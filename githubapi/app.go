@@ -32,6 +32,7 @@ type App struct {
 
 	mu         sync.Mutex
 	transports map[string]*ghinstallation.Transport
+	login      string // the App's bot user, once read
 }
 
 func (a *App) base() http.RoundTripper {
@@ -192,114 +193,6 @@ func (c *Client) Reply(ctx context.Context, issue int, body string) error {
 		return fmt.Errorf("comment on #%d: %w", issue, err)
 	}
 	return nil
-}
-
-// Permission is the user's permission on the repository: admin, write,
-// read or none.
-func (c *Client) Permission(ctx context.Context, user string) (string, error) {
-	p, resp, err := c.gh.Repositories.GetPermissionLevel(ctx, c.owner, c.repo, user)
-	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		return "none", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("permission of %s: %w", user, err)
-	}
-	return p.GetPermission(), nil
-}
-
-// ApprovedBy lists who approved the pull request at its head (their latest
-// review counts), leaving out its author.
-func (c *Client) ApprovedBy(ctx context.Context, number int, author, headSHA string) ([]string, error) {
-	latest := map[string]*github.PullRequestReview{}
-	var order []string
-	opts := &github.ListOptions{PerPage: 100}
-	for {
-		rs, resp, err := c.gh.PullRequests.ListReviews(ctx, c.owner, c.repo, number, opts)
-		if err != nil {
-			return nil, fmt.Errorf("reviews of #%d: %w", number, err)
-		}
-		for _, r := range rs {
-			u := r.GetUser().GetLogin()
-			if r.GetState() == "COMMENTED" {
-				continue
-			}
-			if _, ok := latest[u]; !ok {
-				order = append(order, u)
-			}
-			latest[u] = r
-		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
-	}
-	var out []string
-	for _, u := range order {
-		r := latest[u]
-		if r.GetState() == "APPROVED" && !strings.EqualFold(u, author) && (r.GetCommitID() == "" || r.GetCommitID() == headSHA) {
-			out = append(out, u)
-		}
-	}
-	return out, nil
-}
-
-// PullRequestDetail adds what authorising an apply needs.
-type PullRequestDetail struct {
-	PullRequest
-	Author    string
-	Mergeable bool
-	State     string
-}
-
-// PullRequestDetail reads a pull request with its author and mergeability.
-func (c *Client) PullRequestDetail(ctx context.Context, number int) (*PullRequestDetail, error) {
-	pr, _, err := c.gh.PullRequests.Get(ctx, c.owner, c.repo, number)
-	if err != nil {
-		return nil, fmt.Errorf("read pull request #%d: %w", number, err)
-	}
-	return &PullRequestDetail{
-		PullRequest: PullRequest{Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(),
-			Merged: pr.GetMerged(), Fork: pr.GetHead().GetRepo().GetFork() || pr.GetHead().GetRepo().GetFullName() != pr.GetBase().GetRepo().GetFullName()},
-		Author: pr.GetUser().GetLogin(), Mergeable: pr.GetMergeable(), State: pr.GetState(),
-	}, nil
-}
-
-// ChecksGreen reports whether every check run and commit status on sha
-// passed, leaving out the bot's own check runs (prefix), and names the ones
-// that did not.
-func (c *Client) ChecksGreen(ctx context.Context, sha, ownPrefix string) (bool, []string, error) {
-	var bad []string
-	opts := &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		res, resp, err := c.gh.Checks.ListCheckRunsForRef(ctx, c.owner, c.repo, sha, opts)
-		if err != nil {
-			return false, nil, fmt.Errorf("check runs of %s: %w", sha, err)
-		}
-		for _, cr := range res.CheckRuns {
-			if strings.HasPrefix(cr.GetName(), ownPrefix) {
-				continue
-			}
-			switch cr.GetConclusion() {
-			case "success", "neutral", "skipped":
-			default:
-				bad = append(bad, cr.GetName())
-			}
-		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
-	}
-	st, _, err := c.gh.Repositories.GetCombinedStatus(ctx, c.owner, c.repo, sha, &github.ListOptions{PerPage: 100})
-	if err != nil {
-		return false, nil, fmt.Errorf("statuses of %s: %w", sha, err)
-	}
-	for _, s := range st.Statuses {
-		if s.GetState() != "success" {
-			bad = append(bad, s.GetContext())
-		}
-	}
-	return len(bad) == 0, bad, nil
 }
 
 // React adds a reaction (eyes, +1, -1, rocket, confused) to a comment.

@@ -83,7 +83,7 @@ func (c *Client) PullRequest(ctx context.Context, number int) (*PullRequest, err
 	}
 	return &PullRequest{
 		Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(),
-		Merged: pr.GetMerged(), Fork: pr.GetHead().GetRepo().GetFork(),
+		Merged: pr.GetMerged(), Fork: isFork(pr),
 	}, nil
 }
 

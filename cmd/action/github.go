@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,23 +36,20 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	}
 	in := func(name string) string { return strings.TrimSpace(ga.GetInput(name)) }
 	token := in("github-token")
-	if token != "" {
-		ga.AddMask(token)
-	}
 	kubeconfig := in("kubeconfig")
 	// Read once, then out of the environment: no child (a module binary,
 	// Terraform, a kubeconfig's exec plugin when allowed) inherits them.
 	for _, name := range []string{"INPUT_GITHUB-TOKEN", "GITHUB_TOKEN", "INPUT_KUBECONFIG"} {
 		os.Unsetenv(name)
 	}
-	if kubeconfig != "" {
-		for _, line := range strings.Split(kubeconfig, "\n") {
-			if l := strings.TrimSpace(line); len(l) > 16 && (strings.Contains(l, "data:") || strings.Contains(l, "token:")) {
-				_, v, _ := strings.Cut(l, ":")
-				ga.AddMask(strings.TrimSpace(v))
-			}
-		}
+	// The runner masks the credentials in the log; everything else the
+	// action writes (comments, check runs, the summary) it redacts itself.
+	red := newRedactor(append(kubeconfigSecrets(kubeconfig), token)...)
+	for _, s := range red.secrets {
+		ga.AddMask(s)
 	}
+	ga = githubactions.New(githubactions.WithWriter(red.Writer(os.Stdout)))
+	stderr = red.Writer(stderr)
 	level := slog.LevelInfo
 	if os.Getenv("RUNNER_DEBUG") == "1" {
 		level = slog.LevelDebug
@@ -58,7 +57,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	owner, repo := gctx.Repo()
-	gh, err := githubapi.New(token, gctx.APIURL, owner, repo, nil)
+	gh, err := githubapi.New(token, gctx.APIURL, owner, repo, &http.Client{Transport: red.Transport(http.DefaultTransport)})
 	if err != nil {
 		ga.Errorf("%v", err)
 		return 1
@@ -114,6 +113,19 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		}
 		os.Setenv("TF_CLI_CONFIG_FILE", path)
 	}
+	// A fork's pull request is previewed with the credentials given only
+	// when the workflow says so by name: its spec is anyone's.
+	allowFork, err := strconv.ParseBool(cmp.Or(in("allow-fork-credentials"), "false"))
+	if err != nil {
+		ga.Errorf("input allow-fork-credentials: %q is not true or false", in("allow-fork-credentials"))
+		return 2
+	}
+	forkOffline := pr != nil && pr.fork && (!allowFork || (kubeconfig == "" && os.Getenv("KUBECONFIG") == ""))
+	if forkOffline {
+		// Nothing of the cluster's is handed on to the run.
+		kubeconfig = ""
+		os.Unsetenv("KUBECONFIG")
+	}
 	if kubeconfig != "" {
 		path := filepath.Join(os.TempDir(), "kusionpr-kubeconfig")
 		if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
@@ -141,10 +153,11 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 				ga.Errorf("%s refused: pull request #%d comes from a fork; forks are only ever previewed", cmd, pr.number)
 				return 1
 			}
-			if kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
-				// A fork's workflow gets no secrets: compare with the last
-				// release only, and say so.
+			if forkOffline {
+				// Compared with the last release only, and the comment
+				// says so.
 				change.Options.Offline = true
+				ga.Noticef("pull request #%d comes from a fork: previewed against the prior release only (allow-fork-credentials: true previews it with the credentials given)", pr.number)
 			}
 		}
 	case gctx.EventName == "push":
@@ -170,11 +183,11 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		ga.Errorf("%s", model.MaskFingerprints(err.Error()))
 		return 1
 	}
-	return publishOutcome(ga, out)
+	return publishOutcome(ga, out, red.String)
 }
 
 // report_ writes outputs, the job summary and an annotation per failed stack.
-func publishOutcome(ga *githubactions.Action, out *workflow.Outcome) int {
+func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func(string) string) int {
 	type counts struct {
 		Create, Update, Delete, Unchanged, Drift, Errors int
 	}
@@ -201,7 +214,7 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome) int {
 	}
 	setJSON := func(name string, v any) {
 		b, _ := json.Marshal(v)
-		ga.SetOutput(name, string(b))
+		ga.SetOutput(name, redact(string(b)))
 	}
 	ga.SetOutput("changed", strconv.FormatBool(out.Changed))
 	setJSON("stacks", stacks)
@@ -214,7 +227,7 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome) int {
 	if len(out.Stacks) == 0 {
 		text = "No stack is touched by this change.\n"
 	}
-	ga.AddStepSummary(text)
+	ga.AddStepSummary(redact(text))
 	if out.Failed {
 		return 1
 	}
@@ -237,9 +250,13 @@ func eventPullRequest(ev map[string]any) *pullRequestEvent {
 	head, _ := pr["head"].(map[string]any)
 	base, _ := pr["base"].(map[string]any)
 	sha, _ := head["sha"].(string)
-	headRepo, _ := head["repo"].(map[string]any)
+	headRepo, ok := head["repo"].(map[string]any)
 	baseRepo, _ := base["repo"].(map[string]any)
 	fork, _ := headRepo["fork"].(bool)
+	if !ok {
+		// head.repo is null once the fork is deleted: still a fork.
+		fork = true
+	}
 	if hn, bn := headRepo["full_name"], baseRepo["full_name"]; hn != nil && bn != nil && hn != bn {
 		fork = true
 	}

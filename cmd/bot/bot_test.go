@@ -350,7 +350,8 @@ func TestCommandAuthorisationAndRedelivery(t *testing.T) {
 	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", comment("writer", "/kusion apply"))
 	w.waitFor("the refusal of an unapproved apply", func() bool { return w.commentsContaining(number, "needs an approval") == 1 })
 
-	// Approved by someone else: applied, once, even when delivered twice.
+	// Approved by someone else with write access: applied, once, even when delivered twice.
+	w.gh.SetPermission(w.owner, w.repo, "reviewer", "write")
 	w.gh.SetReviews(w.owner, w.repo, number, []githubfake.Review{{User: "reviewer", State: "APPROVED", CommitID: head}})
 	ev := comment("writer", "/kusion apply")
 	id := githubfake.WithDeliveryID("11111111-2222-3333-4444-555555555555")
@@ -603,6 +604,7 @@ func TestTwoBotsSerialiseApplies(t *testing.T) {
 	w := newWorld(t)
 	w.start()
 	w.gh.SetPermission(w.owner, w.repo, "writer", "write")
+	w.gh.SetPermission(w.owner, w.repo, "reviewer", "write")
 	const n = 20
 	var events []map[string]any
 	for i := range n {

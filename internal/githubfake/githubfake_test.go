@@ -53,7 +53,7 @@ var handledOperations = [...]string{
 	"repos/list-pull-requests-associated-with-commit", "repos/get-collaborator-permission-level",
 	"apps/create-installation-access-token", "pulls/list", "pulls/list-reviews", "repos/get-combined-status-for-ref",
 	"repos/download-tarball-archive", "apps/list-repos-accessible-to-installation", "apps/get-repo-installation",
-	"apps/get-installation", "apps/list-installations",
+	"apps/get-installation", "apps/list-installations", "repos/list-commit-statuses-for-ref", "apps/get-authenticated",
 }
 
 func TestDescription(t *testing.T) {

@@ -51,6 +51,10 @@ func handler(opID string) func(*Server, *request) response {
 		return (*Server).listReviews
 	case "repos/get-combined-status-for-ref":
 		return (*Server).combinedStatus
+	case "repos/list-commit-statuses-for-ref":
+		return (*Server).listStatuses
+	case "apps/get-authenticated":
+		return (*Server).authenticatedApp
 	case "repos/download-tarball-archive":
 		return (*Server).tarball
 	case "apps/list-repos-accessible-to-installation":
@@ -283,6 +287,7 @@ func (s *Server) checkRunJSON(c *checkRun) map[string]any {
 	set(m, "output.title", nullable(c.Title))
 	set(m, "output.summary", nullable(c.Summary))
 	set(m, "output.text", nullable(c.Text))
+	setCheckApp(m, c.app)
 	return m
 }
 
@@ -321,7 +326,7 @@ func applyCheckRun(c *checkRun, b map[string]any) {
 }
 
 func (s *Server) createCheckRun(rq *request) response {
-	c := &checkRun{repo: rq.repo, started: stamp(time.Now())}
+	c := &checkRun{repo: rq.repo, started: stamp(time.Now()), app: s.st.appOf(bearer(rq.r.Header.Get("Authorization")))}
 	c.ID, c.HeadSHA, c.Status = s.st.id(), str(rq.body["head_sha"]), "queued"
 	applyCheckRun(c, rq.body)
 	if c.Status == "completed" && c.Conclusion == "" {
@@ -448,6 +453,9 @@ func (s *Server) pullJSON(rq *request, opID string, number int) map[string]any {
 	if head, ok := m["head"].(map[string]any); ok {
 		set(m, "head.label", headOwner+":"+str(head["ref"]))
 	}
+	if p.headGone {
+		set(m, "head.repo", nil)
+	}
 	set(m, "created_at", stamp(p.created))
 	set(m, "updated_at", stamp(p.updated))
 	if p.author != "" {
@@ -478,10 +486,13 @@ func (s *Server) pullJSON(rq *request, opID string, number int) map[string]any {
 
 func (s *Server) getPull(rq *request) response {
 	n := int(intParam(rq, "pull_number"))
-	if s.st.pulls[pullKey(rq.repo, n)] == nil {
+	p := s.st.pulls[pullKey(rq.repo, n)]
+	if p == nil {
 		return notFound()
 	}
-	return response{status: http.StatusOK, body: s.pullJSON(rq, rq.op.id, n)}
+	m := s.pullJSON(rq, rq.op.id, n)
+	overlayComputing(m, p)
+	return response{status: http.StatusOK, body: m}
 }
 
 func (s *Server) listFiles(rq *request) response {

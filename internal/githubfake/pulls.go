@@ -41,7 +41,7 @@ func (s *Server) SetMergeableState(owner, repo string, number int, state string)
 		panic(fmt.Sprintf("githubfake: GitHub has no mergeable_state %q", state))
 	}
 	p := s.mustPull("SetMergeableState", owner, repo, number)
-	p.mergeableState = state
+	p.mergeableState, p.unknownReads = state, 0
 	s.st.touch(p)
 }
 

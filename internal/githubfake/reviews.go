@@ -15,6 +15,9 @@ type Review struct {
 	State string
 	// CommitID is the commit reviewed; "" is the pull request's head.
 	CommitID string
+	// CommitGone answers commit_id null, as GitHub does once the commit
+	// reviewed has left the repository (a force-push).
+	CommitGone bool
 }
 
 type review struct {
@@ -86,6 +89,9 @@ func (s *Server) listReviews(rq *request) response {
 		commit := r.CommitID
 		if commit == "" && p != nil {
 			commit = p.head
+		}
+		if r.CommitGone {
+			commit = ""
 		}
 		set(m, "commit_id", nullable(commit))
 		set(m, "author_association", s.association(rq, r.User))

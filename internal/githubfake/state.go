@@ -50,6 +50,8 @@ type pull struct {
 	author          string // "" keeps the documented example's
 	// mergeableState is GitHub's mergeable_state; "" keeps the example's.
 	mergeableState       string
+	unknownReads         int  // reads left that answer mergeable null (SetMergeableAfter)
+	headGone             bool // the head repository was deleted (SetHeadRepoDeleted)
 	created, updated     time.Time
 	createdSeq, touchSeq int64 // tell apart pulls made within one second
 	mergedAt             time.Time
@@ -72,6 +74,7 @@ type Comment struct {
 type checkRun struct {
 	repo string
 	CheckRun
+	app                    CheckApp
 	detailsURL, externalID string
 	started, completed     string
 }

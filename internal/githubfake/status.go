@@ -12,7 +12,7 @@ var checkConclusions = map[string]bool{
 	"skipped": true, "timed_out": true, "action_required": true,
 }
 
-// SetCheckRun plants a check run another app (CI) made on commit sha: done
+// SetCheckRun plants a check run GitHub Actions made on commit sha: done
 // with conclusion, or still in progress when conclusion is "". A later run
 // of the same name supersedes it in the list (filter=latest), as a re-run
 // does on GitHub.
@@ -20,7 +20,7 @@ func (s *Server) SetCheckRun(owner, repo, sha, name, conclusion string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := stamp(time.Now())
-	c := &checkRun{repo: repoKey(owner, repo), started: now}
+	c := &checkRun{repo: repoKey(owner, repo), started: now, app: GitHubActions()}
 	c.ID, c.Name, c.HeadSHA, c.Status = s.st.id(), name, sha, "in_progress"
 	if conclusion != "" {
 		if !checkConclusions[conclusion] {

@@ -1,0 +1,163 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kusionpr/kusionpr/githubapi"
+)
+
+// mergeableWait is how the bot waits for GitHub to compute whether a pull
+// request merges (it answers mergeable: null until then, and starts only
+// when the pull request is read): a second, then doubling up to 8 s, for at
+// most half a minute.
+func mergeableWait() githubapi.Backoff {
+	return githubapi.Backoff{First: time.Second, Max: 8 * time.Second, Total: 30 * time.Second}
+}
+
+// acceptableStates are the mergeable_state values KUSIONPR_MERGEABLE_STATES
+// may name: clean, and the two that merge as well but say more (a
+// non-required check failed; GitHub Enterprise's pre-receive hooks).
+const acceptableStates = "clean, unstable, has_hooks"
+
+func checkMergeableStates(states []string) error {
+	if len(states) == 0 {
+		return fmt.Errorf("KUSIONPR_MERGEABLE_STATES is empty: name the mergeable_state values an apply accepts (%s)", acceptableStates)
+	}
+	for _, s := range states {
+		switch s {
+		case "clean", "unstable", "has_hooks":
+		default:
+			return fmt.Errorf("KUSIONPR_MERGEABLE_STATES: %q is not a state an apply may accept; accepted: %s", s, acceptableStates)
+		}
+	}
+	return nil
+}
+
+// list splits a comma-separated setting.
+func list(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// applyRefusal checks what an apply before merge needs; "" when allowed.
+// The reasons are for the person who asked: what stops the apply and what
+// to do about it.
+func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *githubapi.PullRequestDetail) string {
+	switch {
+	case pr.Fork:
+		return "pull requests from forks are never applied"
+	case pr.State != "open":
+		return "the pull request is " + pr.State
+	}
+	if b.cfg.RequireApproval {
+		approvals, err := gh.Approvals(ctx, pr.Number, pr.Author, pr.HeadSHA)
+		if err != nil {
+			return "the reviews could not be read: " + err.Error()
+		}
+		var ignored []string
+		counted := false
+		for _, a := range approvals {
+			if a.Why == "" {
+				counted = true
+				continue
+			}
+			// A login in a code span: named, not mentioned.
+			ignored = append(ignored, codeSpan(a.User)+" "+a.Why)
+		}
+		if !counted {
+			reason := fmt.Sprintf("it needs an approval of its head %s by someone with write access other than its author", short(pr.HeadSHA))
+			if len(ignored) > 0 {
+				reason += "; not counted: " + strings.Join(ignored, "; ")
+			}
+			return reason
+		}
+	}
+	if b.cfg.RequireMergeable {
+		if !pr.Computed() {
+			now, err := gh.WaitMergeable(ctx, pr.Number, mergeableWait())
+			if err != nil {
+				return err.Error()
+			}
+			if now.HeadSHA != pr.HeadSHA {
+				return fmt.Sprintf("the pull request moved from %s while the command was read; comment again to apply the new head", short(pr.HeadSHA))
+			}
+			pr = now
+		}
+		if reason := b.mergeRefusal(pr); reason != "" {
+			return reason
+		}
+	}
+	if b.cfg.RequireChecks {
+		login, err := b.app.AppLogin(ctx)
+		if err != nil {
+			return "the checks could not be read: " + err.Error()
+		}
+		ok, failing, err := gh.ChecksGreen(ctx, pr.HeadSHA, githubapi.Own{AppID: b.cfg.AppID, Login: login})
+		if err != nil {
+			return "the checks could not be read: " + err.Error()
+		}
+		if !ok {
+			return "checks of the head are not green: " + strings.Join(failing, ", ")
+		}
+	}
+	return ""
+}
+
+// mergeRefusal says why a pull request's mergeable_state stops an apply
+// before merge; "" when KUSIONPR_MERGEABLE_STATES accepts it.
+func (b *Bot) mergeRefusal(pr *githubapi.PullRequestDetail) string {
+	state := pr.MergeableState
+	if !pr.Computed() {
+		state = "unknown"
+	}
+	if slices.Contains(b.cfg.MergeableStates, state) {
+		return ""
+	}
+	base := codeSpan(pr.BaseRef)
+	switch state {
+	case "behind":
+		return "the branch is behind " + base + ": update it first, an apply would revert what was merged since"
+	case "dirty":
+		return "the branch conflicts with " + base + ": resolve the conflicts first"
+	case "blocked":
+		return "merging is blocked by a rule of " + base + " (a required review or check is missing): meet it first"
+	case "draft":
+		return "the pull request is a draft: mark it ready for review first"
+	case "unknown":
+		return "GitHub has not worked out yet whether the pull request merges; comment again in a minute"
+	case "unstable":
+		return "a check of the head failed (mergeable_state unstable, which KUSIONPR_MERGEABLE_STATES does not accept)"
+	case "has_hooks":
+		return "the pull request would merge through pre-receive hooks (mergeable_state has_hooks, which KUSIONPR_MERGEABLE_STATES does not accept)"
+	}
+	// A state GitHub may add later: refused, not guessed at.
+	return fmt.Sprintf("its mergeable_state is %q, which KUSIONPR_MERGEABLE_STATES does not accept", state)
+}
+
+// codeSpan is s as inline code, fenced with more backticks than any run
+// inside it, so it shows as typed and mentions nobody.
+func codeSpan(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}

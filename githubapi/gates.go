@@ -1,0 +1,335 @@
+package githubapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/google/go-github/v60/github"
+)
+
+// Access is a user's permission on the repository, as GitHub's
+// "get repository permissions for a user" answers it.
+type Access struct {
+	// Permission is the legacy base role: admin, write, read or none.
+	// GitHub maps maintain to write and triage to read, and a custom
+	// role to the base role it extends.
+	Permission string
+	// Role is role_name: admin, maintain, write, triage, read, a custom
+	// role's name, or none for a user who is no collaborator.
+	Role string
+}
+
+// CanWrite: the user may push to the repository (write, maintain, admin,
+// or a custom role extending them).
+func (a Access) CanWrite() bool { return a.Permission == "admin" || a.Permission == "write" }
+
+// String names the role as GitHub shows it.
+func (a Access) String() string {
+	if a.Role != "" {
+		return a.Role
+	}
+	return a.Permission
+}
+
+// Permission reads the user's permission on the repository; a user who is
+// no collaborator (GitHub answers 404) has none.
+func (c *Client) Permission(ctx context.Context, user string) (Access, error) {
+	// go-github v60 does not read role_name.
+	req, err := c.gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/collaborators/%s/permission",
+		url.PathEscape(c.owner), url.PathEscape(c.repo), url.PathEscape(user)), nil)
+	if err != nil {
+		return Access{}, fmt.Errorf("permission of %s: %w", user, err)
+	}
+	var body struct {
+		Permission string `json:"permission"`
+		RoleName   string `json:"role_name"`
+	}
+	resp, err := c.gh.Do(ctx, req, &body)
+	if resp != nil && resp.StatusCode == http.StatusNotFound {
+		return Access{Permission: "none", Role: "none"}, nil
+	}
+	if err != nil {
+		return Access{}, fmt.Errorf("permission of %s: %w", user, err)
+	}
+	return Access{Permission: body.Permission, Role: body.RoleName}, nil
+}
+
+// Approval is a reviewer's standing approval of a pull request: their
+// latest review that decides is APPROVED.
+type Approval struct {
+	User string
+	// CommitID is the commit approved; "" when GitHub answers null (the
+	// commit left the pull request, as after a force-push).
+	CommitID string
+	// Access is the reviewer's permission, read only for an approval of
+	// the head by someone other than the author.
+	Access Access
+	// Why is "" for an approval that counts, else why it does not.
+	Why string
+}
+
+// Approvals lists the standing approvals of the pull request and says
+// which count: an approval counts when it is of headSHA exactly, by
+// someone other than author, who may write to the repository. Each
+// reviewer's latest review that decides is theirs, as on GitHub: a
+// COMMENTED review changes nothing, a later CHANGES_REQUESTED takes an
+// approval back, and a dismissed approval is DISMISSED.
+func (c *Client) Approvals(ctx context.Context, number int, author, headSHA string) ([]Approval, error) {
+	latest := map[string]*github.PullRequestReview{}
+	var order []string
+	opts := &github.ListOptions{PerPage: 100}
+	for {
+		// GitHub lists reviews oldest first.
+		rs, resp, err := c.gh.PullRequests.ListReviews(ctx, c.owner, c.repo, number, opts)
+		if err != nil {
+			return nil, fmt.Errorf("reviews of #%d: %w", number, err)
+		}
+		for _, r := range rs {
+			u := strings.ToLower(r.GetUser().GetLogin())
+			switch r.GetState() {
+			case "APPROVED", "CHANGES_REQUESTED", "DISMISSED":
+			default:
+				// COMMENTED decides nothing; PENDING is not submitted.
+				continue
+			}
+			if u == "" {
+				// A deleted account (GitHub's "ghost") approves nothing.
+				continue
+			}
+			if _, ok := latest[u]; !ok {
+				order = append(order, u)
+			}
+			latest[u] = r
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	var out []Approval
+	for _, u := range order {
+		r := latest[u]
+		if r.GetState() != "APPROVED" {
+			continue
+		}
+		a := Approval{User: r.GetUser().GetLogin(), CommitID: r.GetCommitID()}
+		switch {
+		case strings.EqualFold(a.User, author):
+			a.Why = "is the author"
+		case a.CommitID == "":
+			a.Why = "approved a commit no longer in the pull request (force-pushed away)"
+		case a.CommitID != headSHA:
+			a.Why = fmt.Sprintf("approved %s, not the head %s", short(a.CommitID), short(headSHA))
+		default:
+			access, err := c.Permission(ctx, a.User)
+			if err != nil {
+				return nil, err
+			}
+			a.Access = access
+			if !access.CanWrite() {
+				a.Why = fmt.Sprintf("has %s permission on the repository, not write", access)
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// PullRequestDetail adds what authorising an apply needs.
+type PullRequestDetail struct {
+	PullRequest
+	Author string
+	// Mergeable is nil while GitHub computes it: GitHub starts computing
+	// when the pull request is read after a push, and answers null
+	// until it is done.
+	Mergeable *bool
+	// MergeableState is GitHub's mergeable_state: clean, unstable,
+	// has_hooks, blocked, behind, dirty, draft or unknown.
+	MergeableState string
+	Draft          bool
+	State          string
+}
+
+// Computed: GitHub has worked out whether the pull request merges.
+func (d *PullRequestDetail) Computed() bool {
+	return d.Mergeable != nil && d.MergeableState != "" && d.MergeableState != "unknown"
+}
+
+// PullRequestDetail reads a pull request with its author and mergeability.
+func (c *Client) PullRequestDetail(ctx context.Context, number int) (*PullRequestDetail, error) {
+	pr, _, err := c.gh.PullRequests.Get(ctx, c.owner, c.repo, number)
+	if err != nil {
+		return nil, fmt.Errorf("read pull request #%d: %w", number, err)
+	}
+	return &PullRequestDetail{
+		PullRequest: PullRequest{Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(),
+			Merged: pr.GetMerged(), Fork: isFork(pr)},
+		Author: pr.GetUser().GetLogin(), Mergeable: pr.Mergeable, MergeableState: pr.GetMergeableState(),
+		Draft: pr.GetDraft(), State: pr.GetState(),
+	}, nil
+}
+
+// Backoff is how long to wait between reads of a value GitHub computes in
+// the background: First, doubled each time up to Max, for at most Total.
+type Backoff struct {
+	First, Max, Total time.Duration
+}
+
+// WaitMergeable reads the pull request until GitHub has computed its
+// mergeability, waiting as b says between reads. Past b.Total, or when ctx
+// ends, it returns the last read, not computed; an error only when a read
+// fails.
+func (c *Client) WaitMergeable(ctx context.Context, number int, b Backoff) (*PullRequestDetail, error) {
+	deadline := time.Now().Add(b.Total)
+	wait := b.First
+	for {
+		d, err := c.PullRequestDetail(ctx, number)
+		if err != nil || d.Computed() || wait <= 0 || time.Now().Add(wait).After(deadline) {
+			return d, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return d, nil
+		case <-t.C:
+		}
+		if wait *= 2; b.Max > 0 && wait > b.Max {
+			wait = b.Max
+		}
+	}
+}
+
+// Own is what the gate leaves out: the check runs this App made and the
+// commit statuses its bot user set. Every other check run and status
+// counts, whatever its name.
+type Own struct {
+	// AppID is the App's id: its check runs' app.id.
+	AppID int64
+	// Login is the App's bot user, "<slug>[bot]": its statuses' creator.
+	Login string
+}
+
+// ChecksGreen reports whether every check run and commit status on sha
+// passed, leaving out the App's own, and names the ones that did not.
+func (c *Client) ChecksGreen(ctx context.Context, sha string, own Own) (bool, []string, error) {
+	var bad []string
+	opts := &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		res, resp, err := c.gh.Checks.ListCheckRunsForRef(ctx, c.owner, c.repo, sha, opts)
+		if err != nil {
+			return false, nil, fmt.Errorf("check runs of %s: %w", sha, err)
+		}
+		for _, cr := range res.CheckRuns {
+			if own.AppID != 0 && cr.GetApp().GetID() == own.AppID {
+				continue
+			}
+			switch cr.GetConclusion() {
+			case "success", "neutral", "skipped":
+			default:
+				bad = append(bad, checkName(cr.GetName(), cr.GetApp().GetSlug()))
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	// The combined status does not say who set each status; the list
+	// does, newest first, so the first of each context is its state.
+	seen := map[string]bool{}
+	lo := &github.ListOptions{PerPage: 100}
+	for {
+		sts, resp, err := c.gh.Repositories.ListStatuses(ctx, c.owner, c.repo, sha, lo)
+		if err != nil {
+			return false, nil, fmt.Errorf("statuses of %s: %w", sha, err)
+		}
+		for _, s := range sts {
+			if seen[s.GetContext()] {
+				continue
+			}
+			seen[s.GetContext()] = true
+			if own.Login != "" && strings.EqualFold(s.GetCreator().GetLogin(), own.Login) {
+				continue
+			}
+			if s.GetState() != "success" {
+				bad = append(bad, checkName(s.GetContext(), s.GetCreator().GetLogin()))
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		lo.Page = resp.NextPage
+	}
+	return len(bad) == 0, bad, nil
+}
+
+// checkName is a check's name with who made it, so that a check named like
+// the bot's own is told apart.
+func checkName(name, by string) string {
+	if by == "" {
+		return name
+	}
+	return name + " (by " + by + ")"
+}
+
+// isFork: the pull request's head is in another repository than its base,
+// or in none (the fork was deleted: GitHub answers head.repo null).
+func isFork(pr *github.PullRequest) bool {
+	head := pr.GetHead().GetRepo()
+	if head == nil {
+		return true
+	}
+	return head.GetFork() || !strings.EqualFold(head.GetFullName(), pr.GetBase().GetRepo().GetFullName())
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+// AppLogin is the App's bot user, "<slug>[bot]", read once with the App's
+// own token.
+func (a *App) AppLogin(ctx context.Context) (string, error) {
+	a.mu.Lock()
+	login := a.login
+	a.mu.Unlock()
+	if login != "" {
+		return login, nil
+	}
+	c, err := a.appClient()
+	if err != nil {
+		return "", err
+	}
+	app, _, err := c.gh.Apps.Get(ctx, "")
+	if err != nil {
+		return "", fmt.Errorf("read github app %d: %w", a.ID, err)
+	}
+	if app.GetSlug() == "" {
+		return "", fmt.Errorf("read github app %d: no slug in GitHub's answer", a.ID)
+	}
+	login = app.GetSlug() + "[bot]"
+	a.mu.Lock()
+	a.login = login
+	a.mu.Unlock()
+	return login, nil
+}
+
+// appClient is a client acting as the App itself (its JWT).
+func (a *App) appClient() (*Client, error) {
+	tr, err := ghinstallation.NewAppsTransport(a.base(), a.ID, a.PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("github app %d: %w", a.ID, err)
+	}
+	if a.APIURL != "" {
+		tr.BaseURL = strings.TrimSuffix(a.APIURL, "/")
+	}
+	return newClient(github.NewClient(&http.Client{Transport: tr, Timeout: time.Minute}), a.APIURL, "", "")
+}
