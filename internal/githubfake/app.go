@@ -216,6 +216,25 @@ func (s *Server) installation(rq *request) response {
 	return response{status: http.StatusOK, body: s.installationJSON(rq.op.id, "200", id)}
 }
 
+// getApp answers GET /app (with the App's JWT, see appOnly) as GitHub
+// does: the App, whose slug names the bot user its installation tokens
+// act as ("<slug>[bot]").
+func (s *Server) getApp(rq *request) response {
+	m := s.template(rq.op.id, "200")
+	if s.st.appID != 0 {
+		set(m, "id", s.st.appID)
+	}
+	set(m, "slug", strings.TrimSuffix(s.st.appLogin, "[bot]"))
+	return response{status: http.StatusOK, body: m}
+}
+
+// AppLogin is the login the App's installation tokens act as.
+func (s *Server) AppLogin() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.appLogin
+}
+
 func containsID(ids []int64, id int64) bool {
 	for _, x := range ids {
 		if x == id {

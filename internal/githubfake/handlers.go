@@ -59,6 +59,8 @@ func handler(opID string) func(*Server, *request) response {
 		return (*Server).installation
 	case "apps/list-installations":
 		return (*Server).listInstallations
+	case "apps/get-authenticated":
+		return (*Server).getApp
 	}
 	return nil
 }
