@@ -21,6 +21,7 @@ unit:
 test: vet
 	bash $(TESTENV) start
 	eval "$$(bash $(TESTENV) env)" && KUSIONPR_REQUIRE_TESTENV=1 $(GO) test -race -timeout 30m ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 15s ./chatops/
 
 testenv:
 	bash $(TESTENV) start
