@@ -166,6 +166,15 @@ func TestParse(t *testing.T) {
 			if ok != tt.ok || !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Parse(%q) = %#v, %v; want %#v, %v", tt.body, got, ok, tt.want, tt.ok)
 			}
+			// GitHub shows the command's line as a paragraph's text (see
+			// FuzzParse).
+			if _, line, ok := parse(tt.body); ok {
+				lines := strings.Split(normalize(tt.body), "\n")
+				lines[line] = strings.Replace(lines[line], Prefix, token, 1)
+				if where := rendered(strings.Join(lines, "\n")); where != "" {
+					t.Errorf("Parse(%q) took line %d, which GitHub shows %s", tt.body, line+1, where)
+				}
+			}
 		})
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
 	xhtml "golang.org/x/net/html"
 )
 
@@ -32,13 +34,18 @@ func init() {
 }
 
 // rendered says where GitHub would show the text that starts with token:
-// "" when it is visible text of a paragraph of the comment itself,
-// otherwise why not. It renders the Markdown with goldmark (CommonMark,
-// GitHub's extensions, raw HTML kept), independent of markdown.go, and
-// reads the HTML as a browser does.
+// "" when it is visible text of a top-level paragraph of the comment,
+// otherwise why not. It reads the Markdown with goldmark (CommonMark,
+// GitHub's extensions, raw HTML kept), independent of markdown.go: the
+// token's line must be a line of a top-level paragraph, and in the HTML,
+// read as a browser does, its text in no comment, attribute or element
+// that hides or folds it.
 func rendered(body string) string {
-	var buf bytes.Buffer
 	md := goldmark.New(goldmark.WithExtensions(extension.GFM, extension.Footnote), goldmark.WithRendererOptions(html.WithUnsafe()))
+	if where := inParagraph(md, body); where != "" {
+		return where
+	}
+	var buf bytes.Buffer
 	if err := md.Convert([]byte(body), &buf); err != nil {
 		return "not rendered: " + err.Error()
 	}
@@ -68,6 +75,30 @@ func rendered(body string) string {
 	return where[0]
 }
 
+// inParagraph says whether the token starts a line of a paragraph that is
+// a child of the document itself ("" if so).
+func inParagraph(md goldmark.Markdown, body string) string {
+	i := strings.Index(body, token)
+	if i < 0 {
+		return "nowhere in the comment"
+	}
+	src := []byte(body)
+	doc := md.Parser().Parse(text.NewReader(src))
+	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
+		lines := n.Lines()
+		for k := 0; k < lines.Len(); k++ {
+			seg := lines.At(k)
+			if seg.Start <= i && i < seg.Stop {
+				if n.Kind() == ast.KindParagraph {
+					return ""
+				}
+				return "in a top-level " + n.Kind().String()
+			}
+		}
+	}
+	return "in no top-level paragraph"
+}
+
 // place names what hides a node holding token, "" if nothing does.
 func place(n *xhtml.Node) string {
 	if n.Type == xhtml.CommentNode {
@@ -84,20 +115,10 @@ func place(n *xhtml.Node) string {
 	if strings.TrimSpace(pre) != "" {
 		return "after other text on its line: " + n.Data
 	}
-	inP := false
 	for a := n.Parent; a != nil; a = a.Parent {
-		if a.Type != xhtml.ElementNode {
-			continue
-		}
-		if hiding[a.Data] {
+		if a.Type == xhtml.ElementNode && hiding[a.Data] {
 			return "inside <" + a.Data + ">"
 		}
-		if a.Data == "p" {
-			inP = true
-		}
-	}
-	if !inP {
-		return "outside any paragraph"
 	}
 	return ""
 }
