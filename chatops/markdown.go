@@ -65,10 +65,11 @@ type fenceState struct {
 }
 
 type htmlBlock struct {
-	// end is what ends the block on a line ("" for a blank line).
-	end []string
-	// certain: every version of CommonMark reads the line that opened the
-	// block as an HTML block, so its raw HTML is fed to raw as it is.
+	// end is what ends the block on a line (none: a blank line);
+	// maybeEnd what ends it in some versions of CommonMark only.
+	end, maybeEnd []string
+	// certain: every version of CommonMark reads the block's lines so far
+	// as an HTML block, so their raw HTML is fed to raw as it is.
 	certain bool
 }
 
@@ -87,8 +88,16 @@ func (s *scanner) line(i int, line string) {
 			return
 		}
 		s.feedRaw(line, s.html.certain)
+		low := strings.ToLower(line)
+		for _, e := range s.html.maybeEnd {
+			if strings.Contains(low, e) {
+				// Ended for some readers: what follows is a paragraph's
+				// text to them, raw HTML to others.
+				s.html.certain = false
+			}
+		}
 		for _, e := range s.html.end {
-			if strings.Contains(strings.ToLower(line), e) {
+			if strings.Contains(low, e) {
 				s.html = nil
 				break
 			}
@@ -204,12 +213,19 @@ func (s *scanner) startBlock(i, ind int, text, line string) {
 	}
 	if b := htmlStart(text); b != nil {
 		s.feedRaw(line, b.certain)
-		s.html = &htmlBlock{end: b.end, certain: b.certain}
+		s.html = &htmlBlock{end: b.end, maybeEnd: b.maybeEnd, certain: b.certain}
+		// The end may be on the opening line, after the opening.
 		low := strings.ToLower(text)
+		low = low[min(len(low), 2):]
+		for _, e := range b.maybeEnd {
+			if strings.Contains(low, e) {
+				s.html.certain = false
+			}
+		}
 		for _, e := range b.end {
-			// The end may be on the opening line, after the opening.
-			if strings.Contains(low[min(len(low), 2):], e) {
+			if strings.Contains(low, e) {
 				s.html = nil
+				break
 			}
 		}
 		return
@@ -484,9 +500,9 @@ func init() {
 }
 
 type htmlStartKind struct {
-	end     []string
-	certain bool
-	kind7   bool
+	end, maybeEnd []string
+	certain       bool
+	kind7         bool
 }
 
 var (
@@ -520,7 +536,8 @@ func htmlStart(text string) *htmlStartKind {
 		if !strings.HasPrefix(low, "</") && endsName {
 			switch name {
 			case "script", "pre", "style":
-				return &htmlStartKind{end: []string{"</script>", "</pre>", "</style>", "</textarea>"}, certain: true}
+				// "</textarea>" ends them from CommonMark 0.30 on.
+				return &htmlStartKind{end: []string{"</script>", "</pre>", "</style>"}, maybeEnd: []string{"</textarea>"}, certain: true}
 			case "textarea": // kind 1 from CommonMark 0.30 on
 				return &htmlStartKind{end: []string{"</script>", "</pre>", "</style>", "</textarea>"}}
 			}
@@ -541,6 +558,11 @@ func htmlStart(text string) *htmlStartKind {
 		return &htmlStartKind{end: []string{">"}, certain: 'A' <= text[2] && text[2] <= 'Z'}
 	}
 	if kind7Line.MatchString(strings.TrimRight(text, " \t")) {
+		switch m := tagNameRE.FindStringSubmatch(low); m[1] {
+		case "script", "pre", "style", "textarea":
+			// Kind 7 is any tag but these (and an open one is kind 1).
+			return nil
+		}
 		return &htmlStartKind{certain: true, kind7: true}
 	}
 	return nil
