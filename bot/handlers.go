@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -238,7 +239,8 @@ func (b *Bot) run(ctx context.Context, j job) {
 	if j.command.Verb == chatops.Unlock {
 		rel, err := workflow.Unlock(ctx, filepath.Join(dir, b.cfg.Root, j.command.Stacks[0]), opts, j.actor, fmt.Sprintf("/kusion unlock on #%d", j.number))
 		if err != nil {
-			refuseErr("the unlock failed", err)
+			// Paths are the repository's, not the bot's checkout folder's.
+			refuseErr("the unlock failed", errors.New(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")))
 			return
 		}
 		react("+1")

@@ -80,7 +80,7 @@ func normalize(body string) string {
 func command(rest string) Command {
 	if strings.ContainsRune(rest, '<') {
 		// Raw HTML on the command's line can hide words of it.
-		return Command{Verb: Help, Problem: "a command is plain text: no HTML on its line"}
+		return Command{Verb: Help, Problem: "a command's line holds no HTML"}
 	}
 	words := strings.Fields(rest)
 	if len(words) == 0 {

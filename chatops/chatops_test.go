@@ -117,7 +117,7 @@ func TestParse(t *testing.T) {
 		{name: "a tag's attribute over lines", body: "x <a title=\"\n/kusion apply\n\">"},
 		{name: "an unknown tag hides nothing", body: "Use `/kusion unlock` with a <stack> folder.\n\n/kusion apply", ok: true, want: Command{Verb: Apply}},
 		{name: "HTML on the command's line", body: "/kusion apply <img src=x>", ok: true,
-			want: Command{Verb: Help, Problem: "a command is plain text: no HTML on its line"}},
+			want: Command{Verb: Help, Problem: "a command's line holds no HTML"}},
 
 		// Lists.
 		{name: "a list item", body: "- /kusion apply"},
