@@ -137,3 +137,35 @@ func TestStrangersMarkerCommentsAreNotEdited(t *testing.T) {
 		}
 	}
 }
+
+// TestHiddenCommandsAreIgnored: a command in code, a quote, a list, an
+// HTML comment or a <details> is not a command: the delivery is answered
+// "ignored" and nothing is asked of GitHub.
+func TestHiddenCommandsAreIgnored(t *testing.T) {
+	w := newWorld(t)
+	const number, head = 53, "5353535353535353535353535353535353535353"
+	w.pullRequest(number, head)
+	w.gh.SetPermission(w.owner, w.repo, "writer", "write")
+	before := len(w.gh.Calls())
+	for _, body := range []string{
+		"<!-- /kusion apply -->",
+		"<!--\n/kusion apply\n-->",
+		"LGTM <!--\n/kusion apply\n-->",
+		"<details>\n\n/kusion apply\n\n</details>",
+		"```\n/kusion apply\n```",
+		"    /kusion apply",
+		"> /kusion apply",
+		"- /kusion apply",
+		"/kusion apply\n---",
+	} {
+		ev := w.prComment(number, "writer", body) // posted in the fake's state, not through its API
+		resp := githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", ev)
+		if resp.Status != 200 || !strings.Contains(resp.Body, "ignored") {
+			t.Errorf("%q: answered %d %s, want 200 ignored", body, resp.Status, resp.Body)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if calls := w.gh.Calls(); len(calls) > before {
+		t.Errorf("hidden commands made %d GitHub calls: %+v", len(calls)-before, calls[before:])
+	}
+}
