@@ -24,6 +24,7 @@ test: vet
 	$(GO) test -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime 15s ./webhook/
 	$(GO) test -run '^$$' -fuzz '^FuzzUntar$$' -fuzztime 15s ./githubapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzReleaseStoreReader$$' -fuzztime 15s ./backend/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 15s ./chatops/
 
 testenv:
 	bash $(TESTENV) start

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
 )
 
 // mergeableWait is how the bot waits for GitHub to compute whether a pull
@@ -61,7 +62,7 @@ func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *github
 	if b.cfg.RequireApproval {
 		approvals, err := gh.Approvals(ctx, pr.Number, pr.Author, pr.HeadSHA)
 		if err != nil {
-			return "the reviews could not be read: " + err.Error()
+			return "the reviews could not be read: " + mdsafe.Code(err.Error())
 		}
 		var ignored []string
 		counted := false
@@ -71,7 +72,7 @@ func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *github
 				continue
 			}
 			// A login in a code span: named, not mentioned.
-			ignored = append(ignored, codeSpan(a.User)+" "+a.Why)
+			ignored = append(ignored, mdsafe.Code(a.User)+" "+a.Why)
 		}
 		if !counted {
 			reason := fmt.Sprintf("it needs an approval of its head %s by someone with write access other than its author", short(pr.HeadSHA))
@@ -85,7 +86,7 @@ func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *github
 		if !pr.Computed() {
 			now, err := gh.WaitMergeable(ctx, pr.Number, mergeableWait())
 			if err != nil {
-				return err.Error()
+				return mdsafe.Code(err.Error())
 			}
 			if now.HeadSHA != pr.HeadSHA {
 				return fmt.Sprintf("the pull request moved from %s while the command was read; comment again to apply the new head", short(pr.HeadSHA))
@@ -97,16 +98,21 @@ func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *github
 		}
 	}
 	if b.cfg.RequireChecks {
-		login, err := b.app.AppLogin(ctx)
+		login, err := b.app.Login(ctx)
 		if err != nil {
-			return "the checks could not be read: " + err.Error()
+			return "the checks could not be read: " + mdsafe.Code(err.Error())
 		}
 		ok, failing, err := gh.ChecksGreen(ctx, pr.HeadSHA, githubapi.Own{AppID: b.cfg.AppID, Login: login})
 		if err != nil {
-			return "the checks could not be read: " + err.Error()
+			return "the checks could not be read: " + mdsafe.Code(err.Error())
 		}
 		if !ok {
-			return "checks of the head are not green: " + strings.Join(failing, ", ")
+			// Anyone who can run a workflow names check runs.
+			names := make([]string, len(failing))
+			for i, n := range failing {
+				names[i] = mdsafe.Code(n)
+			}
+			return "checks of the head are not green: " + strings.Join(names, ", ")
 		}
 	}
 	return ""
@@ -122,7 +128,7 @@ func (b *Bot) mergeRefusal(pr *githubapi.PullRequestDetail) string {
 	if slices.Contains(b.cfg.MergeableStates, state) {
 		return ""
 	}
-	base := codeSpan(pr.BaseRef)
+	base := mdsafe.Code(pr.BaseRef)
 	switch state {
 	case "behind":
 		return "the branch is behind " + base + ": update it first, an apply would revert what was merged since"
@@ -141,23 +147,4 @@ func (b *Bot) mergeRefusal(pr *githubapi.PullRequestDetail) string {
 	}
 	// A state GitHub may add later: refused, not guessed at.
 	return fmt.Sprintf("its mergeable_state is %q, which KUSIONPR_MERGEABLE_STATES does not accept", state)
-}
-
-// codeSpan is s as inline code, fenced with more backticks than any run
-// inside it, so it shows as typed and mentions nobody.
-func codeSpan(s string) string {
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return fence + s + fence
 }

@@ -75,18 +75,3 @@ func TestMergeRefusal(t *testing.T) {
 		}
 	}
 }
-
-func TestCodeSpan(t *testing.T) {
-	for in, want := range map[string]string{
-		"main":        "`main`",
-		"a`b":         "``a`b``",
-		"`x":          "`` `x ``",
-		"@org/team":   "`@org/team`",
-		"x``y`":       "``` x``y` ```",
-		"reviewer[1]": "`reviewer[1]`",
-	} {
-		if got := codeSpan(in); got != want {
-			t.Errorf("codeSpan(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kusionpr/kusionpr/chatops"
 	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/webhook"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -163,10 +164,13 @@ func (b *Bot) run(ctx context.Context, j job) {
 			}
 		}
 	}
+	// refuse answers with reason, Markdown in which every value from the
+	// repository or the comment is escaped (mdsafe); refuseErr with an
+	// error, whose text is the repository's as much as ours.
 	refuse := func(reason string) {
 		log.Info("refused", "reason", reason)
 		react("-1")
-		if err := gh.Reply(ctx, j.number, fmt.Sprintf("@%s `/kusion %s` refused: %s", j.actor, j.command.Verb, reason)); err != nil {
+		if err := gh.Reply(ctx, j.number, fmt.Sprintf("@%s %s refused: %s", j.actor, mdsafe.Code("/kusion "+string(j.command.Verb)), reason)); err != nil {
 			log.Warn("reply failed", "error", err)
 		}
 	}
@@ -184,10 +188,13 @@ func (b *Bot) run(ctx context.Context, j job) {
 			return
 		}
 	}
+	refuseErr := func(what string, err error) {
+		refuse(what + ":\n\n" + mdsafe.Fence("text", model.MaskFingerprints(err.Error())))
+	}
 
 	switch j.command.Verb {
 	case chatops.Help:
-		if err := gh.Reply(ctx, j.number, chatops.HelpText(j.command.Unknown)); err != nil {
+		if err := gh.Reply(ctx, j.number, chatops.HelpText(j.command)); err != nil {
 			log.Warn("reply failed", "error", err)
 		}
 		return
@@ -195,7 +202,7 @@ func (b *Bot) run(ctx context.Context, j job) {
 		if !j.afterMerge {
 			access, err := gh.Permission(ctx, j.actor)
 			if err != nil {
-				refuse("the permission check failed: " + err.Error())
+				refuseErr("the permission check failed", err)
 				return
 			}
 			if !access.CanWrite() {
@@ -207,7 +214,7 @@ func (b *Bot) run(ctx context.Context, j job) {
 
 	pr, err := gh.PullRequestDetail(ctx, j.number)
 	if err != nil {
-		refuse(err.Error())
+		refuseErr("reading the pull request failed", err)
 		return
 	}
 	ref := j.sha
@@ -223,7 +230,7 @@ func (b *Bot) run(ctx context.Context, j job) {
 	}
 	dir, err := os.MkdirTemp("", "kusionpr-checkout")
 	if err != nil {
-		refuse(err.Error())
+		refuseErr("the checkout failed", err)
 		return
 	}
 	defer os.RemoveAll(dir)
@@ -255,11 +262,13 @@ func (b *Bot) run(ctx context.Context, j job) {
 	if j.command.Verb == chatops.Unlock {
 		rel, err := workflow.Unlock(ctx, filepath.Join(dir, b.cfg.Root, j.command.Stacks[0]), opts, j.actor, fmt.Sprintf("/kusion unlock on #%d", j.number))
 		if err != nil {
-			refuse(err.Error())
+			// Paths are the repository's, not the bot's checkout folder's.
+			refuseErr("the unlock failed", errors.New(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")))
 			return
 		}
 		react("+1")
-		_ = gh.Reply(ctx, j.number, fmt.Sprintf("Release %d of `%s` is now %s: %s", rel.Revision, j.command.Stacks[0], rel.Phase, rel.Message))
+		_ = gh.Reply(ctx, j.number, fmt.Sprintf("Release %d of %s is now %s: %s", rel.Revision, mdsafe.Code(j.command.Stacks[0]),
+			mdsafe.Plain(string(rel.Phase)), mdsafe.Code(rel.Message)))
 		return
 	}
 	cmd := workflow.Apply
@@ -268,13 +277,13 @@ func (b *Bot) run(ctx context.Context, j job) {
 	}
 	change := &workflow.Change{
 		Root: filepath.Join(dir, b.cfg.Root), Number: j.number, SHA: ref, Command: cmd, Options: opts,
-		Selection: workflow.Selection{Stacks: j.command.Stacks}, GitHub: gh, Renderer: b.renderer, Log: log,
+		Selection: workflow.Selection{Dirs: j.command.Stacks}, GitHub: gh, Renderer: b.renderer, Log: log,
 	}
 	start := time.Now()
 	out, err := change.Run(ctx)
 	b.m.durations.WithLabelValues(string(cmd)).Observe(time.Since(start).Seconds())
 	if err != nil {
-		refuse(model.MaskFingerprints(err.Error()))
+		refuseErr("the run failed", err)
 		return
 	}
 	var skipped []string
@@ -285,7 +294,7 @@ func (b *Bot) run(ctx context.Context, j job) {
 			result = "failure"
 		case so.Skipped != "":
 			result = "skipped"
-			skipped = append(skipped, fmt.Sprintf("- `%s`: %s", so.Dir, so.Skipped))
+			skipped = append(skipped, fmt.Sprintf("- %s: %s", mdsafe.Code(so.Dir), so.Skipped))
 		}
 		b.m.runs.WithLabelValues(so.Dir, string(cmd), result).Inc()
 	}
@@ -313,7 +322,7 @@ func (b *Bot) run(ctx context.Context, j job) {
 func checkoutRefusal(ref string, err error) string {
 	le, ok := errors.AsType[*githubapi.ArchiveLimitError](err)
 	if !ok {
-		return err.Error()
+		return "the checkout failed:\n\n" + mdsafe.Fence("text", err.Error())
 	}
 	setting := "KUSIONPR_MAX_CHECKOUT_BYTES"
 	if le.Files {
@@ -333,7 +342,11 @@ func stacksNote(stacks []string) string {
 	if len(stacks) == 0 {
 		return ""
 	}
-	return " among " + strings.Join(stacks, ", ")
+	named := make([]string, len(stacks))
+	for i, s := range stacks {
+		named[i] = mdsafe.Code(s)
+	}
+	return " among " + strings.Join(named, ", ")
 }
 
 func short(sha string) string {

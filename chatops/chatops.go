@@ -1,14 +1,17 @@
 // Package chatops reads the bot's commands from pull-request comments
 // ("/kusion apply", "/kusion preview", ...) and writes the reply to
-// "/kusion help". Parsing is deliberately narrow: only a line of its own,
-// outside code blocks and quotes, is a command, so that talking about a
-// command, or quoting someone else's, never runs it.
+// "/kusion help". Parsing is deliberately narrow: a command is a line of
+// text of a top-level paragraph (see markdown.go), so that talking about a
+// command, quoting, listing or hiding one never runs it.
 package chatops
 
 import (
-	"fmt"
 	"path"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
 )
 
 // Verb is what a command asks for.
@@ -28,57 +31,58 @@ const Prefix = "/kusion"
 type Command struct {
 	Verb Verb
 	// Stacks are folders relative to the repository root ("." is the root
-	// itself), cleaned and without repeats. For Apply and Preview none
+	// itself), cleaned and without repeats, named literally (no globs),
+	// never holding ".." or starting with "/". For Apply and Preview none
 	// means every stack the pull request touches; Unlock has exactly one.
 	Stacks []string
-	// Unknown is what was not understood, for the help reply; set only
-	// with Help.
-	Unknown string
+	// Unknown is the word of the comment that was not understood, and
+	// Problem (ours, no text of the comment) why; set only with Help.
+	// Unknown is the comment's text: shown only as data (HelpText).
+	Unknown, Problem string
 }
 
-// Parse finds the command in a comment body: the first line that starts
-// with "/kusion" followed by a space or the line's end, leading white space
-// allowed. ok is false when there is none. Lines inside fenced code blocks
-// (``` or ~~~) and quoted lines (">", and the lines Markdown continues the
-// quote with) never count. Anything that is not a well-formed command is
-// Help with Unknown saying why, so the author is answered rather than
-// ignored.
+// Parse finds the command in a comment body: the first line of a top-level
+// paragraph that starts with "/kusion" followed by white space or the
+// line's end. ok is false when there is none. Lines of code blocks, code
+// spans, block quotes, list items, headings, tables, HTML blocks and
+// comments, links, and what raw HTML leaves open (a comment, a <details>)
+// never count. Anything that is not a well-formed command is Help with
+// Problem saying why, so the author is answered rather than ignored.
 func Parse(body string) (cmd Command, ok bool) {
-	body = strings.ReplaceAll(body, "\r\n", "\n")
-	body = strings.ReplaceAll(body, "\r", "\n")
-	var fence fence
-	// quoted: the line before was text in a quote, so a line without ">"
-	// that follows it still renders inside the quote (Markdown's "lazy
-	// continuation"), until a blank line.
-	quoted := false
-	for line := range strings.Lines(body) {
-		line = strings.TrimRight(line, "\n")
-		if fence.inside(line) {
-			quoted = false
-			continue
-		}
-		text := strings.TrimLeft(line, " \t")
-		if strings.HasPrefix(text, ">") {
-			quoted = strings.TrimLeft(text, "> \t") != ""
-			continue
-		}
-		if text == "" {
-			quoted = false
-			continue
-		}
-		if quoted {
-			continue
-		}
+	cmd, _, ok = parse(body)
+	return cmd, ok
+}
+
+// parse is Parse, also returning the command's line in body with its line
+// breaks made "\n".
+func parse(body string) (Command, int, bool) {
+	body = normalize(body)
+	lines := strings.Split(body, "\n")
+	for _, i := range paragraphLines(body) {
+		text := strings.TrimLeft(lines[i], " \t")
 		rest, found := strings.CutPrefix(text, Prefix)
 		if !found || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
 			continue
 		}
-		return command(strings.Fields(rest)), true
+		return command(rest), i, true
 	}
-	return Command{}, false
+	return Command{}, -1, false
 }
 
-func command(words []string) Command {
+// normalize makes every line break "\n", as CommonMark reads "\r\n" and
+// "\r", and NUL U+FFFD.
+func normalize(body string) string {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	body = strings.ReplaceAll(body, "\r", "\n")
+	return strings.ReplaceAll(body, "\x00", "\uFFFD")
+}
+
+func command(rest string) Command {
+	if strings.ContainsRune(rest, '<') {
+		// Raw HTML on the command's line can hide words of it.
+		return Command{Verb: Help, Problem: "a command's line holds no HTML"}
+	}
+	words := strings.Fields(rest)
 	if len(words) == 0 {
 		return Command{Verb: Help}
 	}
@@ -89,27 +93,30 @@ func command(words []string) Command {
 		return Command{Verb: Help}
 	case Apply, Preview, Unlock:
 	default:
-		return Command{Verb: Help, Unknown: words[0]}
+		return Command{Verb: Help, Unknown: words[0], Problem: "no such command"}
 	}
-	stacks, err := cleanStacks(args)
-	if err != "" {
-		return Command{Verb: Help, Unknown: err}
+	stacks, bad, problem := cleanStacks(args)
+	if problem != "" {
+		return Command{Verb: Help, Unknown: bad, Problem: problem}
 	}
 	if verb == Unlock && len(stacks) != 1 {
-		return Command{Verb: Help, Unknown: "unlock needs one stack folder"}
+		return Command{Verb: Help, Problem: "unlock needs one stack folder"}
 	}
 	return Command{Verb: verb, Stacks: stacks}
 }
 
-// cleanStacks makes the arguments repository-relative folders. ".." is
-// refused rather than resolved, since "a/../b" is almost certainly a
-// mistake and a folder outside the checkout is never a stack.
-func cleanStacks(args []string) (stacks []string, problem string) {
+// cleanStacks makes the arguments repository-relative folders, taken
+// literally. ".." is refused rather than resolved, since "a/../b" is almost
+// certainly a mistake and a folder outside the checkout is never a stack.
+func cleanStacks(args []string) (stacks []string, bad, problem string) {
 	seen := map[string]bool{}
 	for _, a := range args {
+		if !utf8.ValidString(a) || strings.IndexFunc(a, unicode.IsControl) >= 0 {
+			return nil, a, "a stack folder's name holds no control characters"
+		}
 		for seg := range strings.SplitSeq(a, "/") {
 			if seg == ".." {
-				return nil, fmt.Sprintf("stack folder %q: \"..\" is not allowed, name folders from the repository root", a)
+				return nil, a, `".." is not allowed in a stack folder: name folders from the repository root`
 			}
 		}
 		s := strings.TrimLeft(path.Clean(a), "/")
@@ -121,55 +128,28 @@ func cleanStacks(args []string) (stacks []string, problem string) {
 			stacks = append(stacks, s)
 		}
 	}
-	return stacks, ""
+	return stacks, "", ""
 }
 
-// fence follows fenced code blocks as CommonMark does: a run of at least
-// three backticks or tildes opens one, and only a run of the same
-// character, at least as long and with nothing after it, closes it; an
-// unclosed block runs to the end of the comment.
-type fence struct {
-	char byte
-	size int
-}
-
-// inside reports whether line is part of a code block, fence lines
-// included.
-func (f *fence) inside(line string) bool {
-	text := strings.TrimLeft(line, " \t")
-	if f.size == 0 {
-		c, n := run(text)
-		// A backtick in the info string makes it inline code, not a fence.
-		if n >= 3 && (c == '~' || !strings.Contains(text[n:], "`")) {
-			f.char, f.size = c, n
-			return true
-		}
-		return false
-	}
-	if c, n := run(text); c == f.char && n >= f.size && strings.TrimSpace(text[n:]) == "" {
-		f.size = 0
-	}
-	return true
-}
-
-// run returns the fence character text starts with and how many times.
-func run(text string) (byte, int) {
-	if text == "" || (text[0] != '`' && text[0] != '~') {
-		return 0, 0
-	}
-	n := 1
-	for n < len(text) && text[n] == text[0] {
-		n++
-	}
-	return text[0], n
-}
-
-// HelpText is the reply to Help, in GitHub Markdown. unknown, when set, is
-// said first, as code so that nothing in it can render, link or mention.
-func HelpText(unknown string) string {
+// HelpText is the reply to Help, in GitHub Markdown. What cmd did not
+// understand, when set, is said first: its Problem, and the words of the
+// comment as code (mdsafe.Code), so that nothing in them can render, link
+// or mention anyone.
+func HelpText(cmd Command) string {
 	var b strings.Builder
-	if unknown != "" {
-		fmt.Fprintf(&b, "I did not understand that command: %s\n\n", codeSpan(unknown))
+	switch {
+	case cmd.Unknown != "":
+		unknown := cmd.Unknown
+		if r := []rune(unknown); len(r) > 200 {
+			unknown = string(r[:200]) + "…"
+		}
+		b.WriteString("I did not understand " + mdsafe.Code(unknown))
+		if cmd.Problem != "" {
+			b.WriteString(": " + cmd.Problem)
+		}
+		b.WriteString(".\n\n")
+	case cmd.Problem != "":
+		b.WriteString("I did not understand that command: " + cmd.Problem + ".\n\n")
 	}
 	b.WriteString(helpBody)
 	return b.String()
@@ -177,7 +157,7 @@ func HelpText(unknown string) string {
 
 const helpBody = "### Kusion commands\n" +
 	"\n" +
-	"Comment on the pull request with a command on a line of its own. A stack is a folder relative to the repository root, such as `examples/quickstart/dev`; without one, `preview` and `apply` work on every stack the pull request touches.\n" +
+	"Comment on the pull request with a command on a line of its own, in a paragraph of the comment. A stack is a folder relative to the repository root, named as it is (no wildcards), such as `examples/quickstart/dev`; without one, `preview` and `apply` work on every stack the pull request touches.\n" +
 	"\n" +
 	"| command | what it does |\n" +
 	"|---|---|\n" +
@@ -196,25 +176,4 @@ const helpBody = "### Kusion commands\n" +
 	"\n" +
 	"**Forks are never applied**, whoever asks: a pull request from a fork is only previewed.\n" +
 	"\n" +
-	"Commands in quoted lines (`>`) and in code blocks are ignored, so quoting a command does not run it again.\n"
-
-// codeSpan writes s as an inline code span that s cannot break out of:
-// the fence is longer than any run of backticks in s, and the padding
-// spaces, which CommonMark strips, keep a backtick at either end apart.
-func codeSpan(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:200]) + "…"
-	}
-	longest, n := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			n++
-			longest = max(longest, n)
-		} else {
-			n = 0
-		}
-	}
-	ticks := strings.Repeat("`", longest+1)
-	return ticks + " " + s + " " + ticks
-}
+	"Commands in quotes (`>`), lists, code, headings, tables, links, HTML comments and `<details>` are ignored, so quoting or describing a command does not run it.\n"

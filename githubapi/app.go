@@ -70,17 +70,23 @@ func (a *App) installation(id int64, repo string) (*github.Client, error) {
 }
 
 // Installation returns a client for owner/repo acting as the App's
-// installation, with a token for that repository only.
+// installation, with a token for that repository only. Its comments are
+// the App's bot user's (Login).
 func (a *App) Installation(installationID int64, owner, repo string) (*Client, error) {
 	gh, err := a.installation(installationID, repo)
 	if err != nil {
 		return nil, err
 	}
-	return newClient(gh, a.APIURL, owner, repo)
+	c, err := newClient(gh, a.APIURL, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	c.self = a.Login
+	return c, nil
 }
 
-// Installations lists the ids of the App's installations.
-func (a *App) Installations(ctx context.Context) ([]int64, error) {
+// appsClient is a client authenticated as the App itself (its JWT).
+func (a *App) appsClient() (*Client, error) {
 	tr, err := ghinstallation.NewAppsTransport(a.base(), a.ID, a.PrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("github app %d: %w", a.ID, err)
@@ -88,7 +94,40 @@ func (a *App) Installations(ctx context.Context) ([]int64, error) {
 	if a.APIURL != "" {
 		tr.BaseURL = strings.TrimSuffix(a.APIURL, "/")
 	}
-	c, err := newClient(github.NewClient(&http.Client{Transport: tr, Timeout: time.Minute}), a.APIURL, "", "")
+	return newClient(github.NewClient(&http.Client{Transport: tr, Timeout: time.Minute}), a.APIURL, "", "")
+}
+
+// Login is the user the App's installations write as: its bot user,
+// "<slug>[bot]", with the slug GitHub gave the App (GET /app, with the
+// App's JWT). It is read once and kept.
+func (a *App) Login(ctx context.Context) (string, error) {
+	a.mu.Lock()
+	login := a.login
+	a.mu.Unlock()
+	if login != "" {
+		return login, nil
+	}
+	c, err := a.appsClient()
+	if err != nil {
+		return "", err
+	}
+	app, _, err := c.gh.Apps.Get(ctx, "")
+	if err != nil {
+		return "", fmt.Errorf("read github app %d: %w", a.ID, err)
+	}
+	if app.GetSlug() == "" {
+		return "", fmt.Errorf("read github app %d: no slug in GitHub's answer", a.ID)
+	}
+	login = app.GetSlug() + "[bot]"
+	a.mu.Lock()
+	a.login = login
+	a.mu.Unlock()
+	return login, nil
+}
+
+// Installations lists the ids of the App's installations.
+func (a *App) Installations(ctx context.Context) ([]int64, error) {
+	c, err := a.appsClient()
 	if err != nil {
 		return nil, err
 	}

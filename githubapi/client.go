@@ -18,16 +18,37 @@ import (
 type Client struct {
 	gh          *github.Client
 	owner, repo string
+	// self is the login the client writes comments as: only comments of
+	// this user are ours to edit, mark outdated or delete.
+	self func(context.Context) (string, error)
 }
+
+// ActionsLogin is the user GitHub Actions' GITHUB_TOKEN acts as: the token
+// is an installation token of GitHub's "GitHub Actions" App, whose bot
+// user is github-actions[bot].
+const ActionsLogin = "github-actions[bot]"
 
 // New returns a client for owner/repo with token. apiURL is the REST API
 // root (https://api.github.com/ or a GitHub Enterprise one); empty means
-// api.github.com.
+// api.github.com. Its comments are taken to be ActionsLogin's, the user of a
+// workflow's GITHUB_TOKEN; WriteAs names another.
 func New(token, apiURL, owner, repo string, hc *http.Client) (*Client, error) {
 	if token == "" {
 		return nil, errors.New("github: no token: set the action's github-token input (default the workflow's GITHUB_TOKEN)")
 	}
-	return newClient(github.NewClient(hc).WithAuthToken(token), apiURL, owner, repo)
+	c, err := newClient(github.NewClient(hc).WithAuthToken(token), apiURL, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	c.WriteAs(ActionsLogin)
+	return c, nil
+}
+
+// WriteAs names the user the client's token writes comments as (a personal
+// access token's owner, "<slug>[bot]" for another App's token): comments of
+// other users are never edited, marked outdated or deleted.
+func (c *Client) WriteAs(login string) {
+	c.self = func(context.Context) (string, error) { return login, nil }
 }
 
 func newClient(gh *github.Client, apiURL, owner, repo string) (*Client, error) {

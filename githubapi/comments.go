@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
 )
 
 // A comment of ours starts with a hidden marker naming what it is about, so
@@ -17,13 +19,20 @@ import (
 //	<!-- kusionpr:preview project=web stack=dev workspace=default part=2 -->
 var markerLine = regexp.MustCompile(`^<!-- kusionpr:(.+?)(?: part=(\d+))? -->`)
 
-// Marker is the hidden first line of part (1-based) of the comment about key.
+// Marker is the hidden first line of part (1-based) of the comment about
+// key. The key's values should be mdsafe.CommentValue's already (a folder
+// name is the repository's); whatever could still end the HTML comment or
+// break the line is percent-encoded here, as markerKey says.
 func Marker(key string, part int) string {
+	key = markerKey(key)
 	if part <= 1 {
 		return "<!-- kusionpr:" + key + " -->"
 	}
 	return fmt.Sprintf("<!-- kusionpr:%s part=%d -->", key, part)
 }
+
+// markerKey is key as its Marker writes it, and as parseMarker reads it back.
+func markerKey(key string) string { return mdsafe.CommentText(key) }
 
 // parseMarker reads the key and part of a comment body; ok is false for
 // comments not ours.
@@ -46,8 +55,17 @@ type comment struct {
 	part      int
 }
 
-// ours lists the issue's comments that carry a marker.
+// ours lists the issue's comments that carry a marker and that the
+// client's own user wrote. Anyone can start a comment with our marker; a
+// stranger's is never edited, marked outdated or deleted.
 func (c *Client) ours(ctx context.Context, issue int) ([]comment, error) {
+	if c.self == nil {
+		return nil, fmt.Errorf("comments of #%d: the client does not know its own login", issue)
+	}
+	self, err := c.self(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("comments of #%d: own login: %w", issue, err)
+	}
 	var out []comment
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	for {
@@ -56,6 +74,10 @@ func (c *Client) ours(ctx context.Context, issue int) ([]comment, error) {
 			return nil, fmt.Errorf("list comments of #%d: %w", issue, err)
 		}
 		for _, ic := range cs {
+			// Logins are case-insensitive on GitHub.
+			if !strings.EqualFold(ic.GetUser().GetLogin(), self) {
+				continue
+			}
 			if key, part, ok := parseMarker(ic.GetBody()); ok {
 				out = append(out, comment{id: ic.GetID(), body: ic.GetBody(), url: ic.GetHTMLURL(), key: key, part: part})
 			}
@@ -76,6 +98,7 @@ func (c *Client) Publish(ctx context.Context, issue int, key string, parts []str
 	if err != nil {
 		return nil, err
 	}
+	key = markerKey(key)
 	byPart := map[int]comment{}
 	for _, cm := range existing {
 		if cm.key == key {
@@ -131,9 +154,13 @@ func (c *Client) MarkOutdated(ctx context.Context, issue int, kind string, curre
 	if err != nil {
 		return nil, err
 	}
+	keep := make(map[string]bool, len(current))
+	for k, v := range current {
+		keep[markerKey(k)] = v
+	}
 	var marked []string
 	for _, cm := range existing {
-		if !strings.HasPrefix(cm.key, kind+" ") || current[cm.key] {
+		if !strings.HasPrefix(cm.key, kind+" ") || keep[cm.key] {
 			continue
 		}
 		if cm.part > 1 {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v60/github"
 )
 
@@ -293,43 +292,4 @@ func short(sha string) string {
 		return sha[:7]
 	}
 	return sha
-}
-
-// AppLogin is the App's bot user, "<slug>[bot]", read once with the App's
-// own token.
-func (a *App) AppLogin(ctx context.Context) (string, error) {
-	a.mu.Lock()
-	login := a.login
-	a.mu.Unlock()
-	if login != "" {
-		return login, nil
-	}
-	c, err := a.appClient()
-	if err != nil {
-		return "", err
-	}
-	app, _, err := c.gh.Apps.Get(ctx, "")
-	if err != nil {
-		return "", fmt.Errorf("read github app %d: %w", a.ID, err)
-	}
-	if app.GetSlug() == "" {
-		return "", fmt.Errorf("read github app %d: no slug in GitHub's answer", a.ID)
-	}
-	login = app.GetSlug() + "[bot]"
-	a.mu.Lock()
-	a.login = login
-	a.mu.Unlock()
-	return login, nil
-}
-
-// appClient is a client acting as the App itself (its JWT).
-func (a *App) appClient() (*Client, error) {
-	tr, err := ghinstallation.NewAppsTransport(a.base(), a.ID, a.PrivateKey)
-	if err != nil {
-		return nil, fmt.Errorf("github app %d: %w", a.ID, err)
-	}
-	if a.APIURL != "" {
-		tr.BaseURL = strings.TrimSuffix(a.APIURL, "/")
-	}
-	return newClient(github.NewClient(&http.Client{Transport: tr, Timeout: time.Minute}), a.APIURL, "", "")
 }

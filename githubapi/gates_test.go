@@ -249,7 +249,7 @@ func TestAppLogin(t *testing.T) {
 	app := &githubapi.App{ID: 4242, APIURL: gh.URL,
 		PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})}
 	for range 2 {
-		login, err := app.AppLogin(context.Background())
+		login, err := app.Login(context.Background())
 		if err != nil || login != gh.App().Slug+"[bot]" {
 			t.Fatalf("AppLogin = %q, %v", login, err)
 		}

@@ -9,10 +9,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/template"
+	"unicode"
 
 	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/internal/yamlenc"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/templates"
@@ -43,13 +46,17 @@ type Renderer struct {
 
 // New parses the embedded templates.
 func New() (*Renderer, error) {
-	funcs := template.FuncMap{
+	// Values from the repository reach the Markdown only through
+	// mdsafe's functions (code, htmlText, fence, plain).
+	funcs := mdsafe.Funcs()
+	for name, f := range map[string]any{
 		"actionIcon":     actionIcon,
 		"changeLines":    changeLines,
-		"driftLine":      driftLine,
+		"driftLines":     driftLines,
 		"textChange":     textChange,
 		"attributesYAML": attributesYAML,
-		"quote":          quote,
+	} {
+		funcs[name] = f
 	}
 	md, err := template.New("preview.md.tmpl").Funcs(funcs).ParseFS(templates.FS, "preview.md.tmpl")
 	if err != nil {
@@ -100,7 +107,8 @@ func newView(p *engine.Preview, stackErr error) view {
 		v.Errors = append(v.Errors, stackErr.Error())
 	}
 	v.Failed = len(v.Errors) > 0
-	v.Marker = fmt.Sprintf("<!-- kusionpr:preview project=%s stack=%s workspace=%s -->", p.Project, p.Stack, p.Workspace)
+	v.Marker = fmt.Sprintf("<!-- kusionpr:preview project=%s stack=%s workspace=%s -->",
+		mdsafe.CommentValue(p.Project), mdsafe.CommentValue(p.Stack), mdsafe.CommentValue(p.Workspace))
 	return v
 }
 
@@ -196,21 +204,36 @@ func value(v any) string {
 	return s
 }
 
-func changeLines(c engine.FieldChange) string {
-	switch c.Op {
-	case "add":
-		return "+ " + c.Path + ": " + value(c.To) + "\n"
-	case "remove":
-		return "- " + c.Path + ": " + value(c.From) + "\n"
+// changeLines is the body of a diff block: a line per old and new value.
+// The template fences it (mdsafe.Fence), so nothing in a path or value can
+// end the block.
+func changeLines(cs []engine.FieldChange) string {
+	var b strings.Builder
+	for _, c := range cs {
+		c.Path = fieldPath(c.Path)
+		switch c.Op {
+		case "add":
+			b.WriteString("+ " + c.Path + ": " + value(c.To) + "\n")
+		case "remove":
+			b.WriteString("- " + c.Path + ": " + value(c.From) + "\n")
+		default:
+			b.WriteString("- " + c.Path + ": " + value(c.From) + "\n+ " + c.Path + ": " + value(c.To) + "\n")
+		}
 	}
-	return "- " + c.Path + ": " + value(c.From) + "\n+ " + c.Path + ": " + value(c.To) + "\n"
+	return b.String()
 }
 
-func driftLine(c engine.FieldChange) string {
-	return "! " + textChange(c)
+// driftLines is the body of a drift block, a line per field.
+func driftLines(cs []engine.FieldChange) string {
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString("! " + textChange(c) + "\n")
+	}
+	return b.String()
 }
 
 func textChange(c engine.FieldChange) string {
+	c.Path = fieldPath(c.Path)
 	switch c.Op {
 	case "add":
 		return c.Path + ": (none) => " + value(c.To)
@@ -218,6 +241,16 @@ func textChange(c engine.FieldChange) string {
 		return c.Path + ": " + value(c.From) + " => (removed)"
 	}
 	return c.Path + ": " + value(c.From) + " => " + value(c.To)
+}
+
+// fieldPath shows a path as is, or quoted when it holds a line break or
+// another control character: a key such as "a\n+ replicas: 1" must not
+// show as a line of the diff of its own.
+func fieldPath(p string) string {
+	if strings.IndexFunc(p, unicode.IsControl) >= 0 {
+		return strconv.Quote(p)
+	}
+	return p
 }
 
 func attributesYAML(r *model.Resource) string {
@@ -228,13 +261,6 @@ func attributesYAML(r *model.Resource) string {
 	if err != nil {
 		return err.Error() + "\n"
 	}
-	s := string(b)
-	// A fence inside the object must not close the code block.
-	s = strings.ReplaceAll(s, "```", "`\u200b``")
-	return s
-}
-
-// quote makes every line of s part of one Markdown block quote.
-func quote(s string) string {
-	return "> " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n> ")
+	// The template fences it with more backticks than any run in it.
+	return string(b)
 }

@@ -94,7 +94,7 @@ func TestRenderShowsStackError(t *testing.T) {
 	if err := r.Render(&buf, report.Markdown, p, errBadSpec{}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "> stacks/prod/spec.yaml: resource 2: unknown type") || !strings.Contains(buf.String(), ":x:") {
+	if !strings.Contains(buf.String(), "> [!CAUTION]\n> This stack failed:\n\n```text\nstacks/prod/spec.yaml: resource 2: unknown type\n```") || !strings.Contains(buf.String(), ":x:") {
 		t.Errorf("the stack's error is not shown as a failure:\n%s", buf.String())
 	}
 }

@@ -280,12 +280,18 @@ func scanLine(cur *container, line string, all *[]*container) *container {
 		return c
 	}
 	for i := 0; ; {
-		j := strings.IndexByte(line[i:], '<')
+		j := strings.IndexAny(line[i:], "<`\\")
 		if j < 0 {
 			return cur
 		}
 		i += j
 		switch {
+		case line[i] == '\\':
+			i = min(i+2, len(line)) // an escaped character is text
+		case line[i] == '`':
+			// A code span's text is not HTML: a value shown as code may
+			// hold "<details>" (see mdsafe.Code).
+			i = codeSpanEnd(line, i)
 		case tagAt(line, i, "<details"):
 			// A tag whose ">" is on a later line is reopened as a plain one.
 			tag, next := "<details>", len(line)
@@ -309,6 +315,33 @@ func scanLine(cur *container, line string, all *[]*container) *container {
 			i++
 		}
 	}
+}
+
+// codeSpanEnd returns where the code span opened by the backtick run at i
+// ends (after its closing run, of the same length), or the end of that run
+// when nothing on the line closes it (the backticks are then text).
+// Our comments write code spans on one line.
+func codeSpanEnd(line string, i int) int {
+	n := 0
+	for i+n < len(line) && line[i+n] == '`' {
+		n++
+	}
+	for k := i + n; k < len(line); {
+		j := strings.IndexByte(line[k:], '`')
+		if j < 0 {
+			break
+		}
+		k += j
+		m := 0
+		for k+m < len(line) && line[k+m] == '`' {
+			m++
+		}
+		if m == n {
+			return k + m
+		}
+		k += m
+	}
+	return i + n
 }
 
 // tagAt reports whether s has the tag name (lower case) at i, in any case,

@@ -19,10 +19,11 @@ import (
 // The checker below is written apart from split.go's scanner, from the
 // CommonMark rules, so that the two do not share a mistake.
 var (
-	fenceOpenRE  = regexp.MustCompile("^ {0,3}(`{3,}|~{3,})(.*)$")
-	fenceCloseRE = regexp.MustCompile("^ {0,3}(`{3,}|~{3,})[ \t]*$")
-	detailsTagRE = regexp.MustCompile(`(?i)<(/?)details(?:[\s>/]|$)`)
-	codeIDRE     = regexp.MustCompile(`<code>([^<]+)</code>`)
+	fenceOpenRE   = regexp.MustCompile("^ {0,3}(`{3,}|~{3,})(.*)$")
+	fenceCloseRE  = regexp.MustCompile("^ {0,3}(`{3,}|~{3,})[ \t]*$")
+	detailsTagRE  = regexp.MustCompile(`(?i)<(/?)details(?:[\s>/]|$)`)
+	codeIDRE      = regexp.MustCompile(`<code>([^<]+)</code>`)
+	backtickRunRE = regexp.MustCompile("`+")
 )
 
 // walk calls fn for every line of md with its role: "open" and "close" for
@@ -47,7 +48,7 @@ func walk(md string, fn func(line, role string)) error {
 			fn(line, "open")
 			continue
 		}
-		for _, m := range detailsTagRE.FindAllStringSubmatch(line, -1) {
+		for _, m := range detailsTagRE.FindAllStringSubmatch(withoutCodeSpans(line), -1) {
 			if m[1] == "/" {
 				depth--
 			} else {
@@ -66,6 +67,25 @@ func walk(md string, fn func(line, role string)) error {
 		return fmt.Errorf("%d <details> left open", depth)
 	}
 	return nil
+}
+
+// withoutCodeSpans drops the code spans of a line (CommonMark: a run of
+// backticks up to the next run of the same length), whose text is not HTML.
+func withoutCodeSpans(line string) string {
+	runs := backtickRunRE.FindAllStringIndex(line, -1)
+	var b strings.Builder
+	at := 0
+	for i := 0; i < len(runs); i++ {
+		open := runs[i]
+		for j := i + 1; j < len(runs); j++ {
+			if runs[j][1]-runs[j][0] == open[1]-open[0] {
+				b.WriteString(line[at:open[0]])
+				at, i = runs[j][1], j
+				break
+			}
+		}
+	}
+	return b.String() + line[at:]
 }
 
 // codeLines is the multiset (sorted) of lines inside fences.

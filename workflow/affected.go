@@ -31,8 +31,13 @@ type Selection struct {
 	// Shared are globs (** for any depth) of files every stack uses: a
 	// change to one affects all stacks.
 	Shared []string
-	// Stacks, if set, are globs a stack folder must match to be considered.
+	// Stacks, if set, are globs a stack folder must match to be considered
+	// (the operator's, from the action's stacks input).
 	Stacks []string
+	// Dirs, if set, are the stack folders to consider, named literally:
+	// "apps/*" is the folder of that name, not every folder in apps. A
+	// command's arguments are given here, never as globs.
+	Dirs []string
 }
 
 // AffectedStacks maps changed files to the stacks they touch, looking at the
@@ -56,9 +61,16 @@ func AffectedStacks(root string, files []ChangedFile, sel Selection) ([]Affected
 	if err != nil {
 		return nil, err
 	}
+	named := map[string]bool{}
+	for _, d := range sel.Dirs {
+		named[d] = true
+	}
 	found := map[string]AffectedStack{}
 	add := func(dir string, deleted bool) {
 		if len(only) > 0 && !matchAny(only, dir) {
+			return
+		}
+		if len(sel.Dirs) > 0 && !named[dir] {
 			return
 		}
 		found[dir] = AffectedStack{Dir: dir, Deleted: deleted}

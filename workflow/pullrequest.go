@@ -12,6 +12,7 @@ import (
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 )
@@ -164,9 +165,10 @@ func (c *Change) workspace() string {
 }
 
 // key names a stack's comment: its folder is unique in the repository and
-// known even when the stack cannot be loaded.
+// known even when the stack cannot be loaded. The folder's name is the
+// repository's: it is escaped for the hidden marker it lands in.
 func (c *Change) key(dir string) string {
-	return fmt.Sprintf("%s stack=%s workspace=%s", c.kind(), dir, c.workspace())
+	return fmt.Sprintf("%s stack=%s workspace=%s", c.kind(), mdsafe.CommentValue(dir), mdsafe.CommentValue(c.workspace()))
 }
 
 // stack runs one stack and reports it.
@@ -214,7 +216,7 @@ func (c *Change) stack(ctx context.Context, st AffectedStack) *StackOutcome {
 		Limit:    githubapi.MaxCommentLength,
 		MaxParts: c.maxParts(),
 		Header: func(i, n int) string {
-			return githubapi.Marker(key, i) + fmt.Sprintf("\n*Stack `%s`, continued (%d of %d)*\n\n", st.Dir, i, n)
+			return githubapi.Marker(key, i) + "\n*Stack " + mdsafe.Code(st.Dir) + fmt.Sprintf(", continued (%d of %d)*\n\n", i, n)
 		},
 		Footer:    func(i, n int) string { return fmt.Sprintf("\n\n*Continued in the next comment (%d of %d).*", i+1, n) },
 		Truncated: "\n\n> [!NOTE]\n> This preview is too long for comments: the rest is in the workflow run's job summary.",

@@ -62,6 +62,9 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		ga.Errorf("%v", err)
 		return 1
 	}
+	if u := in("comment-user"); u != "" {
+		gh.WriteAs(u)
+	}
 	renderer, err := report.New()
 	if err != nil {
 		ga.Errorf("%v", err)

@@ -227,6 +227,13 @@ func (s *Server) installation(rq *request) response {
 	return response{status: http.StatusOK, body: s.installationJSON(rq.op.id, "200", id)}
 }
 
+// AppLogin is the login the App's installation tokens act as.
+func (s *Server) AppLogin() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.appLogin
+}
+
 func containsID(ids []int64, id int64) bool {
 	for _, x := range ids {
 		if x == id {
