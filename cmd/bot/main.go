@@ -35,6 +35,10 @@ func run(getenv func(string) string, stderr *os.File) int {
 	for _, name := range bot.SecretVariables() {
 		os.Unsetenv(name)
 	}
+	if err := undumpable(); err != nil {
+		fmt.Fprintf(stderr, "bot: hide the process from its user's others: %v\n", err)
+		return 2
+	}
 	b, err := bot.New(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "bot: %v\n", err)
