@@ -83,10 +83,10 @@ func TestApplyRefusedUnlessGitHubSaysReady(t *testing.T) {
 		{"unstable, not accepted by default", approved, "unstable", nil, "mergeable_state unstable"},
 		{"a failed kusion/preview check run by GitHub Actions", approved, "clean", func(head string) {
 			w.gh.SetCheckRunBy(w.owner, w.repo, head, "kusion/preview: apps/web/dev", "failure", githubfake.GitHubActions())
-		}, "checks of the head are not green: kusion/preview: apps/web/dev (by github-actions)"},
+		}, "checks of the head are not green: `kusion/preview: apps/web/dev (by github-actions)`"},
 		{"a failed status named like the bot's, set by someone else", approved, "clean", func(head string) {
 			w.gh.SetStatus(w.owner, w.repo, head, "kusion/apply", "failure", "someone")
-		}, "checks of the head are not green: kusion/apply (by someone)"},
+		}, "checks of the head are not green: `kusion/apply (by someone)`"},
 	} {
 		number, head := 300+i, fmt.Sprintf("%040x", 0xe000+i)
 		w.pullRequest(number, head)
