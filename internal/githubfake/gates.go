@@ -93,15 +93,7 @@ func (s *Server) listStatuses(rq *request) response {
 	out := []any{}
 	for _, st := range sts[from:to] {
 		m := s.template(rq.op.id, "200")
-		set(m, "id", st.id)
-		set(m, "node_id", fmt.Sprintf("SC_fake%d", st.id))
-		set(m, "state", st.State)
-		set(m, "description", nullable(st.Description))
-		set(m, "target_url", nullable(st.targetURL))
-		set(m, "context", st.Context)
-		set(m, "created_at", st.at)
-		set(m, "updated_at", st.at)
-		set(m, "url", s.apiURL("/repos/%s/%s/statuses/%s", owner, name, st.sha))
+		s.statusJSON(m, st, owner, name)
 		withUser(m, "creator", st.creator)
 		out = append(out, m)
 	}

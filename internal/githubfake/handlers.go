@@ -408,15 +408,7 @@ func (s *Server) createStatus(rq *request) response {
 	}
 	s.st.statuses = append(s.st.statuses, st)
 	m := s.template(rq.op.id, "201")
-	set(m, "id", st.id)
-	set(m, "node_id", fmt.Sprintf("SC_fake%d", st.id))
-	set(m, "state", st.State)
-	set(m, "description", nullable(st.Description))
-	set(m, "target_url", nullable(st.targetURL))
-	set(m, "context", st.Context)
-	set(m, "created_at", st.at)
-	set(m, "updated_at", st.at)
-	set(m, "url", s.apiURL("/repos/%s/%s/statuses/%s", rq.params["owner"], rq.params["repo"], st.sha))
+	s.statusJSON(m, st, rq.params["owner"], rq.params["repo"])
 	withUser(m, "creator", st.creator)
 	return response{status: http.StatusCreated, body: m}
 }

@@ -78,15 +78,7 @@ func (s *Server) combinedStatus(rq *request) response {
 		if m == nil {
 			m = map[string]any{}
 		}
-		set(m, "id", st.id)
-		set(m, "node_id", fmt.Sprintf("SC_fake%d", st.id))
-		set(m, "state", st.State)
-		set(m, "description", nullable(st.Description))
-		set(m, "target_url", nullable(st.targetURL))
-		set(m, "context", st.Context)
-		set(m, "created_at", st.at)
-		set(m, "updated_at", st.at)
-		set(m, "url", s.apiURL("/repos/%s/%s/statuses/%s", owner, name, st.sha))
+		s.statusJSON(m, st, owner, name)
 		items = append(items, m)
 	}
 	set(tmpl, "state", state)
@@ -101,4 +93,19 @@ func (s *Server) combinedStatus(rq *request) response {
 	set(tmpl, "commit_url", s.apiURL("/repos/%s/%s/commits/%s", owner, name, ref))
 	set(tmpl, "url", s.apiURL("/repos/%s/%s/commits/%s/status", owner, name, ref))
 	return response{status: http.StatusOK, body: tmpl, header: h}
+}
+
+// statusJSON fills m, a status as GitHub's documented example shows one,
+// with st: the same fields wherever a status is answered (its creator only
+// where the answer has one).
+func (s *Server) statusJSON(m map[string]any, st *status, owner, repo string) {
+	set(m, "id", st.id)
+	set(m, "node_id", fmt.Sprintf("SC_fake%d", st.id))
+	set(m, "state", st.State)
+	set(m, "description", nullable(st.Description))
+	set(m, "target_url", nullable(st.targetURL))
+	set(m, "context", st.Context)
+	set(m, "created_at", st.at)
+	set(m, "updated_at", st.at)
+	set(m, "url", s.apiURL("/repos/%s/%s/statuses/%s", owner, repo, st.sha))
 }
