@@ -93,6 +93,11 @@ type Config struct {
 	// ARM_*). Nothing else is passed on: not the App key, the webhook
 	// secret or the release store's credentials.
 	TerraformEnv []string `json:"terraformEnv"`
+	// TerraformProviderSettings are the provider arguments a spec's
+	// providerMeta may set besides region (KUSIONPR_TERRAFORM_PROVIDER_SETTINGS:
+	// name, type.name, type.* or *): the rest, credentials and exec blocks
+	// included, are the operator's.
+	TerraformProviderSettings []string `json:"terraformProviderSettings"`
 	// Kubeconfigs maps a workspace to the kubeconfig file its stacks use,
 	// whatever their spec's context says (KUSIONPR_KUBECONFIGS,
 	// dev=/etc/k/dev,prod=/etc/k/prod). Other stacks use their spec's
@@ -183,6 +188,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	strs("KUSIONPR_ALLOW_REPOS", &c.AllowRepos)
 	strs("KUSIONPR_TERRAFORM_PROVIDERS", &c.TerraformProviders)
 	strs("KUSIONPR_TERRAFORM_ENV", &c.TerraformEnv)
+	strs("KUSIONPR_TERRAFORM_PROVIDER_SETTINGS", &c.TerraformProviderSettings)
 	strs("KUSIONPR_SPEC_KUBECONFIG_ALLOW", &c.SpecKubeconfigAllow)
 	strs("KUSIONPR_MODULE_ENV", &c.ModuleEnv)
 	if v := getenv("KUSIONPR_KUBECONFIGS"); v != "" {
@@ -228,7 +234,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	if c.PrivateKey == "" && c.PrivateKeyPath == "" {
 		errs = append(errs, errors.New("KUSIONPR_APP_PRIVATE_KEY or KUSIONPR_APP_PRIVATE_KEY_PATH is not set"))
 	}
-	if err := (terraform.Config{AllowProviders: c.TerraformProviders, PassEnv: c.TerraformEnv}).CheckSettings(); err != nil {
+	if err := (terraform.Config{AllowProviders: c.TerraformProviders, PassEnv: c.TerraformEnv, ProviderSettings: c.TerraformProviderSettings}).CheckSettings(); err != nil {
 		errs = append(errs, err)
 	}
 	var err error

@@ -250,6 +250,7 @@ func (b *Bot) run(ctx context.Context, j job) {
 		Origin: &model.Origin{PullRequest: j.number, SHA: ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt,
 			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}
 	opts.TerraformProviders, opts.TerraformEnv = b.cfg.TerraformProviders, b.cfg.TerraformEnv
+	opts.TerraformProviderSettings = b.cfg.TerraformProviderSettings
 	if j.afterMerge {
 		opts.Skip = mergeSkip(ref, j.mergedAt, j.recovering)
 	}

@@ -67,6 +67,9 @@ type Options struct {
 	// (terraform.Config.PassEnv).
 	TerraformProviders []string
 	TerraformEnv       []string
+	// TerraformProviderSettings are the provider arguments a spec's
+	// providerMeta may set besides region (terraform.Config.ProviderSettings).
+	TerraformProviderSettings []string
 	// Lease is how long a running release holds its stack without a sign of
 	// life before the next run takes it as abandoned (default backend.DefaultLease).
 	Lease time.Duration
@@ -116,7 +119,7 @@ type Run struct {
 
 func terraformConfig(opts Options) terraform.Config {
 	return terraform.Config{Binary: opts.TerraformBinary, CacheDir: opts.TerraformCache, Logger: opts.Logger,
-		AllowProviders: opts.TerraformProviders, PassEnv: opts.TerraformEnv}
+		AllowProviders: opts.TerraformProviders, PassEnv: opts.TerraformEnv, ProviderSettings: opts.TerraformProviderSettings}
 }
 
 // RunStack loads the stack in dir and runs cmd on it.

@@ -96,6 +96,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		IgnoreFields: list(in("ignore-fields")), CheckoutRoot: workspace, ModuleEnv: list(in("module-env")),
 	}
 	opts.TerraformProviders, opts.TerraformEnv = list(in("terraform-providers")), list(in("terraform-env"))
+	opts.TerraformProviderSettings = list(in("terraform-provider-settings"))
 	allow, err := kubernetes.ParseAllowance(list(in("spec-kubeconfig-allow")))
 	if err != nil {
 		ga.Errorf("input spec-kubeconfig-allow: %v", err)

@@ -97,6 +97,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		lease       = fs.Duration("lease", backend.DefaultLease, "how long a running release holds its stack without a sign of life before the next run takes it as abandoned")
 		tfCache     = fs.String("terraform-cache", os.Getenv("KUSIONPR_TERRAFORM_CACHE"), "folder for Terraform working folders and plugin cache (default the user cache folder's kusionpr/terraform; env KUSIONPR_TERRAFORM_CACHE)")
 		tfProviders = fs.String("terraform-providers", os.Getenv("KUSIONPR_TERRAFORM_PROVIDERS"), "comma-separated provider sources allowed besides the public registries' hashicorp/* and the CLI configuration's mirrors, e.g. registry.terraform.io/acme/* (env KUSIONPR_TERRAFORM_PROVIDERS)")
+		tfSettings  = fs.String("terraform-provider-settings", os.Getenv("KUSIONPR_TERRAFORM_PROVIDER_SETTINGS"), "comma-separated provider arguments a spec's providerMeta may set besides region: name, type.name (aws.endpoints), type.* or * (env KUSIONPR_TERRAFORM_PROVIDER_SETTINGS)")
 		tfEnv       = fs.String("terraform-env", os.Getenv("KUSIONPR_TERRAFORM_ENV"), "comma-separated variables (or patterns) of ours terraform and its providers get besides PATH, HOME, proxies, TF_*..., e.g. AWS_REGION,ARM_* (env KUSIONPR_TERRAFORM_ENV)")
 		clusters    = clusterFlags(fs)
 	)
@@ -132,6 +133,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	opts.TerraformProviders, opts.TerraformEnv = list(*tfProviders), list(*tfEnv)
+	opts.TerraformProviderSettings = list(*tfSettings)
 	if cmd != workflow.Preview && !*yes && !*dryRun {
 		// Show the plan first, then ask; the apply itself re-plans under its lock.
 		opts.DryRun = true

@@ -260,6 +260,18 @@ func TestTerraformRefusedBeforeAnythingRuns(t *testing.T) {
 		{"provider outside the allowlist", map[string]any{"id": "x:y:y_thing:evil", "type": "Terraform",
 			"attributes": map[string]any{"name": "evil"}, "extensions": map[string]any{"provider": "evil.example.com/x/y/1.0.0"}},
 			[]string{"x:y:y_thing:evil", `"evil.example.com/x/y"`, "terraform-providers", "KUSIONPR_TERRAFORM_PROVIDERS"}},
+		// hashicorp/kubernetes is allowed (hashicorp/*), but its exec block
+		// would run a command of the spec's on every plan.
+		{"a provider's exec block", map[string]any{"id": "hashicorp:kubernetes:kubernetes_config_map:exec", "type": "Terraform",
+			"attributes": map[string]any{"metadata": map[string]any{"name": "x"}},
+			"extensions": map[string]any{"provider": "registry.terraform.io/hashicorp/kubernetes/2.35.1", "providerMeta": map[string]any{
+				"host": "https://127.0.0.1:1", "exec": map[string]any{"api_version": "client.authentication.k8s.io/v1", "command": "sh", "args": []any{"-c", "env > " + marker}}}}},
+			[]string{"hashicorp:kubernetes:kubernetes_config_map:exec", `argument "exec"`, "terraform-provider-settings", "KUSIONPR_TERRAFORM_PROVIDER_SETTINGS"}},
+		{"a provider's credentials", map[string]any{"id": "hashicorp:aws:aws_s3_bucket:creds", "type": "Terraform",
+			"attributes": map[string]any{"bucket": "x"},
+			"extensions": map[string]any{"provider": "registry.terraform.io/hashicorp/aws/5.0.1", "providerMeta": map[string]any{
+				"region": "us-east-1", "shared_credentials_files": []any{"/root/.aws/credentials"}}}},
+			[]string{"hashicorp:aws:aws_s3_bucket:creds", `argument "shared_credentials_files"`, "terraform-provider-settings"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Beside it, a resource that would run: the stack is refused
@@ -277,6 +289,12 @@ func TestTerraformRefusedBeforeAnythingRuns(t *testing.T) {
 				for _, w := range tc.want {
 					if !strings.Contains(stderr, w) {
 						t.Errorf("%s: the error does not name %s:\n%s", args[0], w, stderr)
+					}
+				}
+				// The refusal names what was refused, never its value.
+				for _, v := range []string{"env > ", "/root/.aws/credentials"} {
+					if strings.Contains(stderr, v) {
+						t.Errorf("%s: the error repeats the spec's value %q:\n%s", args[0], v, stderr)
 					}
 				}
 			}

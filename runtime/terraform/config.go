@@ -36,7 +36,12 @@ type Config struct {
 	// segment ("registry.terraform.io/acme/*"); namespace/type means either
 	// public registry.
 	AllowProviders []string
-	Logger         *slog.Logger
+	// ProviderSettings are the provider arguments a spec's providerMeta
+	// may set besides "region": "name" for any provider, "type.name" for
+	// one ("aws.endpoints"), "type.*", or "*" for all. The rest is the
+	// operator's: credentials, profiles, roles, files, exec blocks.
+	ProviderSettings []string
+	Logger           *slog.Logger
 }
 
 // ErrNoBinary is returned when no terraform or tofu executable can be found.
@@ -87,7 +92,8 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// CheckSettings reports a malformed PassEnv or AllowProviders pattern,
+// CheckSettings reports a malformed PassEnv, AllowProviders or
+// ProviderSettings entry,
 // naming the setting: what a configuration loader checks at start.
 func (c Config) CheckSettings() error {
 	for _, p := range c.PassEnv {
@@ -97,6 +103,9 @@ func (c Config) CheckSettings() error {
 	}
 	if _, err := parsePatterns(c.AllowProviders); err != nil {
 		return fmt.Errorf("%s: %w", ProvidersSetting, err)
+	}
+	if _, err := parseProviderSettings(c.ProviderSettings); err != nil {
+		return err
 	}
 	return nil
 }

@@ -30,10 +30,11 @@ import (
 
 // Runtime runs Terraform resources. It is safe for concurrent use.
 type Runtime struct {
-	cfg     Config
-	allowed providerAllowlist
-	folders *folders
-	schemas *schemas
+	cfg      Config
+	allowed  providerAllowlist
+	settings providerSettings
+	folders  *folders
+	schemas  *schemas
 
 	// plans keeps the plan a Read made for the dry-run apply that follows
 	// it in a preview: one plan per resource, not two.
@@ -50,12 +51,11 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("terraform runtime: %w", err)
 	}
-	allowed, err := newProviderAllowlist(cfg.AllowProviders, cliConfigFiles(os.Getenv))
-	if err != nil {
+	f := newFolders(cfg)
+	r := &Runtime{cfg: cfg, folders: f, schemas: newSchemas(f), plans: map[[32]byte]*tfjson.Plan{}}
+	if err := r.guard(); err != nil {
 		return nil, fmt.Errorf("terraform runtime: %w", err)
 	}
-	f := newFolders(cfg)
-	r := &Runtime{cfg: cfg, allowed: allowed, folders: f, schemas: newSchemas(f), plans: map[[32]byte]*tfjson.Plan{}}
 	r.batches.r = r
 	return r, nil
 }
@@ -266,12 +266,25 @@ func (r *Runtime) target(res model.Resource) (target, error) {
 	if err := r.allowed.check(t); err != nil {
 		return target{}, err
 	}
+	if err := r.settings.check(t); err != nil {
+		return target{}, err
+	}
 	return t, nil
+}
+
+// guard reads what the configuration allows a spec: provider sources and
+// provider arguments.
+func (r *Runtime) guard() (err error) {
+	if r.allowed, err = newProviderAllowlist(r.cfg.AllowProviders, cliConfigFiles(os.Getenv)); err != nil {
+		return err
+	}
+	r.settings, err = parseProviderSettings(r.cfg.ProviderSettings)
+	return err
 }
 
 // Validate refuses, naming each resource, the Terraform resources of rs the
 // runtime would refuse (a meta-argument among the attributes, a provider
-// the configuration does not allow), without running anything: a stack is
+// or a provider argument the configuration does not allow), without running anything: a stack is
 // refused whole before any of it runs.
 func Validate(cfg Config, rs []model.Resource) error {
 	var tf []model.Resource
@@ -283,11 +296,10 @@ func Validate(cfg Config, rs []model.Resource) error {
 	if len(tf) == 0 {
 		return nil
 	}
-	allowed, err := newProviderAllowlist(cfg.AllowProviders, cliConfigFiles(os.Getenv))
-	if err != nil {
+	r := &Runtime{cfg: cfg}
+	if err := r.guard(); err != nil {
 		return err
 	}
-	r := &Runtime{cfg: cfg, allowed: allowed}
 	var errs []error
 	for _, res := range tf {
 		if _, err := r.target(res); err != nil {
