@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -124,8 +123,14 @@ type object struct {
 				Containers                    []struct {
 					Name string `json:"name"`
 					Env  []struct {
-						Name  string `json:"name"`
-						Value string `json:"value"`
+						Name      string `json:"name"`
+						Value     string `json:"value"`
+						ValueFrom *struct {
+							SecretKeyRef *struct {
+								Name string `json:"name"`
+								Key  string `json:"key"`
+							} `json:"secretKeyRef"`
+						} `json:"valueFrom"`
 					} `json:"env"`
 					VolumeMounts []struct {
 						Name      string `json:"name"`
@@ -191,9 +196,7 @@ func TestKubernetesVariables(t *testing.T) {
 	set := map[string]string{} // name -> where
 	var cm map[string]string
 	var grace *int64
-	var keyPath string
-	mounts := map[string]string{}    // volume -> mount path
-	secretFiles := map[string]bool{} // mount path/file of the Secret's items
+	keyFromSecret, secretVolumes := false, 0
 	for _, o := range objects(t) {
 		switch o.Kind {
 		case "ConfigMap":
@@ -207,25 +210,19 @@ func TestKubernetesVariables(t *testing.T) {
 			for _, c := range spec.Containers {
 				for _, e := range c.Env {
 					set[e.Name] = "Deployment " + o.Metadata.Name + " container " + c.Name
-					if e.Name == "KUSIONPR_APP_PRIVATE_KEY_PATH" {
-						keyPath = e.Value
+					if e.Name == "KUSIONPR_APP_PRIVATE_KEY" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+						keyFromSecret = true
 					}
-				}
-				for _, m := range c.VolumeMounts {
-					mounts[m.Name] = m.MountPath
 				}
 			}
 			for _, v := range spec.Volumes {
-				if v.Secret == nil {
-					continue
-				}
-				for _, it := range v.Secret.Items {
-					secretFiles[path.Join(mounts[v.Name], it.Path)] = true
+				if v.Secret != nil {
+					secretVolumes++
 				}
 			}
 		}
 	}
-	for _, want := range []string{"KUSIONPR_WEBHOOK_SECRET", "KUSIONPR_APP_ID", "KUSIONPR_APP_PRIVATE_KEY_PATH", "KUSIONPR_BACKEND"} {
+	for _, want := range []string{"KUSIONPR_WEBHOOK_SECRET", "KUSIONPR_APP_ID", "KUSIONPR_APP_PRIVATE_KEY", "KUSIONPR_BACKEND"} {
 		if set[want] == "" {
 			t.Errorf("%s does not set %s, which the bot needs", botFile, want)
 		}
@@ -248,8 +245,14 @@ func TestKubernetesVariables(t *testing.T) {
 		}
 	}
 
-	if !secretFiles[keyPath] {
-		t.Errorf("KUSIONPR_APP_PRIVATE_KEY_PATH=%q is not a file of a mounted Secret volume (%v)", keyPath, secretFiles)
+	// The key reaches the bot as a variable it unsets once read; a Secret
+	// mounted as a file would stay readable by every process of the bot's
+	// user: Terraform, providers, module binaries.
+	if !keyFromSecret {
+		t.Errorf("KUSIONPR_APP_PRIVATE_KEY is not set from the Secret (secretKeyRef)")
+	}
+	if secretVolumes > 0 {
+		t.Errorf("%s mounts %d Secret volume(s): a file the bot's children could read", botFile, secretVolumes)
 	}
 	drain, err := time.ParseDuration(cm["KUSIONPR_SHUTDOWN_TIMEOUT"])
 	if err != nil {
