@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -22,19 +21,18 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/internal/testenv"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 )
 
 var _ engine.Runtime = (*kubernetes.Runtime)(nil)
 
+// kubeconfig is the test cluster's: without it the test skips, or fails
+// under KUSIONPR_REQUIRE_TESTENV (make test), like every integration test.
 func kubeconfig(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("KUSIONPR_TEST_KUBECONFIG")
-	if p == "" {
-		t.Skip("KUSIONPR_TEST_KUBECONFIG is not set (bash hack/testenv.sh start; eval \"$(bash hack/testenv.sh env)\")")
-	}
-	return p
+	return testenv.Kubeconfig(t)
 }
 
 func newRuntime(t *testing.T, mod func(*kubernetes.Config)) *kubernetes.Runtime {
