@@ -817,6 +817,8 @@ func TestBeginAcrossProcesses(t *testing.T) {
 		}
 		return
 	}
+	// Not about the test environment: -short asks for quick tests only, and
+	// make test never passes it (a skip there fails the run).
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

@@ -19,6 +19,8 @@ import (
 // accessory at it: its resources land in the Spec, and its patcher changes
 // the workload and its own ConfigMap.
 func TestGenerateThroughModuleBinary(t *testing.T) {
+	// Not about the test environment: -short asks for quick tests only, and
+	// make test never passes it (a skip there fails the run).
 	if testing.Short() {
 		t.Skip("builds and runs a module binary")
 	}

@@ -44,6 +44,8 @@ func copyFile(t *testing.T, src string) func(dst string) {
 		t.Helper()
 		b, err := os.ReadFile(src)
 		if err != nil {
+			// A platform check, not the test environment: /bin/true is on
+			// every Linux and macOS, where this test runs under make test.
 			t.Skipf("no %s to stand in for a non-module binary: %v", src, err)
 		}
 		if err := os.WriteFile(dst, b, 0o755); err != nil {
@@ -53,6 +55,8 @@ func copyFile(t *testing.T, src string) func(dst string) {
 }
 
 func TestGenerate(t *testing.T) {
+	// Not about the test environment: -short asks for quick tests only, and
+	// make test never passes it (a skip there fails the run).
 	if testing.Short() {
 		t.Skip("builds and runs a module binary")
 	}
@@ -142,6 +146,8 @@ func TestGenerate(t *testing.T) {
 // variables the operator passes, never the rest of its host's environment
 // (the bot's App key and webhook secret, a store's credentials).
 func TestModuleEnvironment(t *testing.T) {
+	// Not about the test environment: -short asks for quick tests only, and
+	// make test never passes it (a skip there fails the run).
 	if testing.Short() {
 		t.Skip("builds and runs a module binary")
 	}
