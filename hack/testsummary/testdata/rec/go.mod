@@ -1,0 +1,3 @@
+module example.com/rec
+
+go 1.26
