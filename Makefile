@@ -18,9 +18,13 @@ unit:
 
 # Builds (once, cached) and starts the real test environment, then runs every
 # test; integration tests fail rather than skip if the environment is missing.
+# hack/testsummary shows failures and package lines as they come and ends
+# with `N passed, N failed, N skipped`; it fails the run on any failure and,
+# here, on any skipped test.
 test: vet
 	bash $(TESTENV) start
-	eval "$$(bash $(TESTENV) env)" && KUSIONPR_REQUIRE_TESTENV=1 $(GO) test -race -timeout 30m ./...
+	eval "$$(bash $(TESTENV) env)" && export KUSIONPR_REQUIRE_TESTENV=1 && set -o pipefail && \
+	  $(GO) test -json -race -timeout 30m ./... | $(GO) run ./hack/testsummary
 	$(GO) test -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime 15s ./webhook/
 	$(GO) test -run '^$$' -fuzz '^FuzzUntar$$' -fuzztime 15s ./githubapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzReleaseStoreReader$$' -fuzztime 15s ./backend/
