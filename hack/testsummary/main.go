@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -74,7 +75,8 @@ type summary struct {
 	events                  int
 	skips                   []skip
 	// failures names what failed, for the list before the count line:
-	// "pkg TestX", "pkg (build failed)", "pkg (no test failed: ...)".
+	// "pkg TestX", "pkg TestX (did not finish)", "pkg (build failed: ...)",
+	// "pkg (failed outside any test: ...)".
 	failures []string
 	// lastHeader is the package the last printed block belonged to:
 	// packages' events interleave, so a block from another one is
@@ -114,6 +116,9 @@ func (s *summary) line(line string) {
 	switch e.Action {
 	case "build-output":
 		s.print(e.Output)
+		// The compiler names the package itself; what follows from a
+		// package gets its own header again.
+		s.lastHeader = ""
 		return
 	case "build-fail":
 		return
@@ -200,8 +205,14 @@ func (s *summary) packageEvent(e event, p *pkg) {
 // finish prints what ended badly and the count line, and says whether
 // the run passed.
 func (s *summary) finish() bool {
-	for name, p := range s.pkgs {
+	unfinished := make([]string, 0, len(s.pkgs))
+	for name := range s.pkgs {
+		unfinished = append(unfinished, name)
+	}
+	sort.Strings(unfinished)
+	for _, name := range unfinished {
 		// The stream ended inside the package: go test was stopped.
+		p := s.pkgs[name]
 		for _, t := range p.order {
 			if b, ok := p.running[t]; ok {
 				s.block(name, b.String())
