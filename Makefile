@@ -23,14 +23,14 @@ unit:
 # here, on any skipped test. (Built, not `go run`, which would add its own
 # "exit status 1" after the count line.)
 test: vet
-	bash $(TESTENV) start
-	$(GO) build -o bin/testsummary ./hack/testsummary
-	eval "$$(bash $(TESTENV) env)" && export KUSIONPR_REQUIRE_TESTENV=1 && set -o pipefail && \
-	  $(GO) test -json -race -timeout 30m ./... | bin/testsummary
 	$(GO) test -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime 15s ./webhook/
 	$(GO) test -run '^$$' -fuzz '^FuzzUntar$$' -fuzztime 15s ./githubapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzReleaseStoreReader$$' -fuzztime 15s ./backend/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 15s ./chatops/
+	bash $(TESTENV) start
+	$(GO) build -o bin/testsummary ./hack/testsummary
+	eval "$$(bash $(TESTENV) env)" && export KUSIONPR_REQUIRE_TESTENV=1 && set -o pipefail && \
+	  $(GO) test -json -race -timeout 30m ./... | bin/testsummary
 
 testenv:
 	bash $(TESTENV) start
