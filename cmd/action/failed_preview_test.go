@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kusionpr/kusionpr/internal/githubfake"
 	"github.com/kusionpr/kusionpr/internal/mdcheck"
+	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
 // unreachableKubeconfig names a cluster nothing listens on.
@@ -121,5 +124,81 @@ func TestUnreachableClusterPreviewIsIncomplete(t *testing.T) {
 		if strings.Contains(seen, secret) {
 			t.Errorf("%q appears in a comment, check, output, summary or log", secret)
 		}
+	}
+}
+
+// TestOneFailingResourceOfFive: on the real cluster, one resource of five
+// cannot be planned (a kind the API server does not serve, as before its
+// CRD is installed). The others are previewed; that one is named as failed
+// and counted as nothing else.
+func TestOneFailingResourceOfFive(t *testing.T) {
+	kc := testenv.Kubeconfig(t)
+	gh := githubfake.New(t)
+	repo := newPRRepo(t)
+	ns := repo.ns("apps/web/dev")
+	t.Cleanup(func() {
+		exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", ns, "--ignore-not-found", "--wait=false").Run()
+	})
+	widget := "example.com/v1:Widget:" + ns
+	write(t, filepath.Join(repo.root, "apps/web/dev/spec.yaml"), fmt.Sprintf(`resources:
+- id: v1:Namespace:%[1]s
+  type: Kubernetes
+  attributes: {apiVersion: v1, kind: Namespace, metadata: {name: %[1]s}}
+- id: v1:ConfigMap:%[1]s:a
+  type: Kubernetes
+  attributes: {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: %[1]s}, data: {k: v}}
+- id: v1:ConfigMap:%[1]s:b
+  type: Kubernetes
+  attributes: {apiVersion: v1, kind: ConfigMap, metadata: {name: b, namespace: %[1]s}, data: {k: v}}
+- id: v1:Secret:%[1]s:creds
+  type: Kubernetes
+  attributes: {apiVersion: v1, kind: Secret, metadata: {name: creds, namespace: %[1]s}, stringData: {password: %[2]s}}
+- id: %[3]s
+  type: Kubernetes
+  attributes: {apiVersion: example.com/v1, kind: Widget, metadata: {name: %[1]s}, spec: {size: 1}}
+`, ns, repo.secret, widget))
+	const number = 16
+	ev := prEvent(t, number, "1616161616161616161616161616161616161616")
+	o, r := owner(ev)
+	gh.SetPullFiles(o, r, number, []githubfake.PullFile{{Filename: "apps/web/dev/spec.yaml", Status: "modified"}})
+	run := runAction(t, gh, repo.root, "pull_request", ev, map[string]string{
+		"KUBECONFIG": kc, "INPUT_BACKEND": "file://" + filepath.Join(t.TempDir(), "releases"),
+	})
+	if run.code == 0 {
+		t.Errorf("the step succeeded though a resource was not previewed")
+	}
+	comments := gh.Comments(o, r, number)
+	if len(comments) != 1 {
+		t.Fatalf("%d comments, want 1 (exit %d)\n%s", len(comments), run.code, run.stderr)
+	}
+	body := comments[0].Body
+	defer func() {
+		if t.Failed() || testing.Verbose() {
+			t.Logf("comment:\n%s", body)
+		}
+	}()
+	_, rest, _ := strings.Cut(body, "\n")
+	heading, _, _ := strings.Cut(rest, "\n")
+	if !strings.Contains(heading, "Incomplete preview") || !strings.Contains(heading, "1 of 5 resources could not be previewed") {
+		t.Errorf("the comment's first line does not say the preview is incomplete: %q", heading)
+	}
+	if !strings.Contains(body, "| 4 | 0 | 0 | 0 | 0 | 1 |") {
+		t.Errorf("the comment's counts are not 4 to create and 1 failed")
+	}
+	if !strings.Contains(body, ":x: **Failed** `"+widget+"`") || strings.Contains(body, "<code>"+widget+"</code>") {
+		t.Errorf("the comment does not list %s as failed, and only there", widget)
+	}
+	if strings.Contains(body, repo.secret) || strings.Contains(run.stdout+run.stderr+run.summary, repo.secret) {
+		t.Error("the Secret's value is shown")
+	}
+	var summary map[string]map[string]int
+	if err := json.Unmarshal([]byte(run.outputs["summary"]), &summary); err != nil {
+		t.Fatalf("output summary %q: %v", run.outputs["summary"], err)
+	}
+	if s := summary["apps/web/dev"]; s["Create"] != 4 || s["Unchanged"] != 0 || s["Errors"] != 1 {
+		t.Errorf("output summary %v, want 4 Create, 0 Unchanged, 1 Errors", s)
+	}
+	if ck := gh.CheckRuns(o, r); len(ck) != 1 || !strings.HasPrefix(ck[0].Title, "preview incomplete, 1 of 5 resources failed: ") {
+		t.Errorf("check runs %+v: want one titled as incomplete", ck)
 	}
 }
