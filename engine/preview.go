@@ -18,6 +18,12 @@ const (
 	Create    Action = "Create"
 	Update    Action = "Update"
 	Delete    Action = "Delete"
+	// Failed is ours, not Kusion's: the resource could not be previewed
+	// (its live object or its schema could not be read, its dry run was
+	// refused, a dependency failed). Its Error says why; it has no From or
+	// To, as nothing about it is known, and it is counted as none of the
+	// actions above.
+	Failed Action = "Failed"
 )
 
 // KnownAfterApply stands for a value that exists only once another resource is applied.
@@ -64,16 +70,24 @@ type Preview struct {
 	current map[string]*model.Resource
 }
 
-// Summary counts the steps by action, and the steps with drift or errors.
+// Summary counts the steps by action, and the steps with drift. Errors
+// counts the steps that failed: none of them is counted in another action.
 type Summary struct {
 	Create, Update, Delete, UnChanged, Drift, Errors int
 }
+
+// Total is the number of steps.
+func (s Summary) Total() int { return s.Create + s.Update + s.Delete + s.UnChanged + s.Errors }
 
 // Summary counts p's steps.
 func (p *Preview) Summary() Summary {
 	var s Summary
 	for _, id := range p.StepKeys {
 		st := p.ChangeSteps[id]
+		if st.Action == Failed || st.Error != "" {
+			s.Errors++
+			continue
+		}
 		switch st.Action {
 		case Create:
 			s.Create++
@@ -87,11 +101,19 @@ func (p *Preview) Summary() Summary {
 		if len(st.Drift) > 0 {
 			s.Drift++
 		}
-		if st.Error != "" {
-			s.Errors++
-		}
 	}
 	return s
+}
+
+// Incomplete reports whether some resource could not be previewed: what the
+// preview shows is then not all an apply would do.
+func (p *Preview) Incomplete() bool { return p.Summary().Errors > 0 }
+
+// failed is the step of a resource that could not be previewed: the values
+// read or planned before the failure are dropped, so no partial or
+// masked value passes for a difference.
+func failed(id string, err string) *Step {
+	return &Step{ID: id, Action: Failed, Error: err}
 }
 
 // HasChanges reports whether applying would change anything.
@@ -202,9 +224,7 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 	for _, id := range g.Order() {
 		step := steps[id]
 		if step == nil {
-			r := results[id]
-			step = &Step{ID: id, Action: UnChanged, To: ptr(e.publicSpec(ctx, st.Spec.Resources[desiredIdx[id]]))}
-			step.Error = fmt.Sprintf("%s: not previewed: %s", id, describe(r))
+			step = failed(id, fmt.Sprintf("%s: not previewed: %s", id, describe(results[id])))
 		}
 		p.StepKeys = append(p.StepKeys, id)
 		p.ChangeSteps[id] = step
@@ -252,9 +272,9 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 func (e *Engine) previewDeletion(ctx context.Context, r model.Resource, priorRevision uint64) *Step {
 	step := &Step{ID: r.ID, Action: Delete, From: ptr(model.Public(r))}
 	if rt, err := e.runtime(r); err != nil {
-		step.Error = err.Error()
+		return failed(r.ID, err.Error())
 	} else if cur, err := rt.Read(ctx, &r, r); err != nil {
-		step.Error = err.Error()
+		return failed(r.ID, err.Error())
 	} else if cur == nil {
 		step.Drift = []FieldChange{{Path: ".", Op: "remove", From: "exists in release " + fmt.Sprint(priorRevision)}}
 	} else {
@@ -269,11 +289,7 @@ func (e *Engine) previewDeletion(ctx context.Context, r model.Resource, priorRev
 func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Resource, desired, resolved model.Resource, unknown bool, depCreated bool) (*Step, *model.Resource, *model.Resource, error) {
 	step := &Step{ID: desired.ID}
 	fail := func(err error) (*Step, *model.Resource, *model.Resource, error) {
-		step.Error = err.Error()
-		if step.To == nil {
-			step.To = ptr(model.Public(resolved))
-		}
-		return step, nil, nil, err
+		return failed(desired.ID, err.Error()), nil, nil, err
 	}
 	rt, err := e.runtime(desired)
 	if err != nil {
@@ -281,7 +297,6 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 	}
 	paths, err := sensitivePaths(ctx, rt, desired)
 	if err != nil {
-		resolved = maskAll(resolved)
 		return fail(err)
 	}
 	desired, resolved = model.WithSensitivePaths(desired, paths), model.WithSensitivePaths(resolved, paths)

@@ -51,7 +51,7 @@ func hostilePreview() *engine.Preview {
 			replace: {ID: replace, Action: engine.Update, Replace: []string{"spec.selector.`" + hostile + "`", "spec.@org/team"},
 				Changes: []engine.FieldChange{{Path: "spec.selector", Op: "replace", From: "a", To: "b"}}},
 			deleted: {ID: deleted, Action: engine.Delete},
-			failed: {ID: failed, Action: engine.Create, To: &model.Resource{ID: failed, Type: model.Terraform, Attributes: map[string]any{}},
+			failed: {ID: failed, Action: engine.Failed,
 				Error: "apply " + failed + ": exit status 1\n\n" + hostile + "\n```\n<!--\n@org/team"},
 		},
 	}
@@ -77,9 +77,9 @@ func goldenCases() []struct {
 	}{
 		{name: "sample", p: samplePreview(), check: mdcheck.Want{Details: 5}},
 		{name: "hostile", p: hostilePreview(), opts: report.CommentOptions{Location: hostileFolder},
-			check: mdcheck.Want{Details: 6, Data: []string{hostile, hostileFolder, "@org/team ![x](http://127.0.0.1/b)"}}},
+			check: mdcheck.Want{Details: 5, Data: []string{hostile, hostileFolder, "@org/team ![x](http://127.0.0.1/b)"}}},
 		{name: "hostile-release", p: hostilePreview(), opts: report.CommentOptions{Location: hostileFolder, Release: failedRelease},
-			check: mdcheck.Want{Details: 6, Data: []string{hostile, hostileFolder}}},
+			check: mdcheck.Want{Details: 5, Data: []string{hostile, hostileFolder}}},
 		{name: "hostile-stack-error", p: &engine.Preview{Project: hostile, Stack: hostile, Workspace: "default", ChangeSteps: map[string]*engine.Step{}},
 			err:   errors.New("stacks/" + hostile + "/spec.yaml: resource 2: unknown type \"" + hostile + "\""),
 			check: mdcheck.Want{Details: 0, Data: []string{hostile, "unknown type \"" + hostile + "\""}}},

@@ -76,8 +76,11 @@ type view struct {
 	Steps   []*engine.Step
 	Changed []*engine.Step
 	Drifted []*engine.Step
-	Errors  []string
-	Failed  bool
+	// FailedSteps are the resources that could not be previewed.
+	FailedSteps []*engine.Step
+	// Errors is the stack's error when no resource carries one.
+	Errors []string
+	Failed bool
 	// Extra is an error of the whole stack (no spec, unreachable backend).
 	Extra string
 	// Marker is the comment's hidden first line.
@@ -93,20 +96,21 @@ type view struct {
 func newView(p *engine.Preview, stackErr error) view {
 	v := view{Preview: p, Summary: p.Summary(), Steps: p.Steps()}
 	for _, st := range v.Steps {
-		if st.Action != engine.UnChanged {
+		switch {
+		case st.Action == engine.Failed || st.Error != "":
+			v.FailedSteps = append(v.FailedSteps, st)
+			continue
+		case st.Action != engine.UnChanged:
 			v.Changed = append(v.Changed, st)
 		}
 		if len(st.Drift) > 0 {
 			v.Drifted = append(v.Drifted, st)
 		}
-		if st.Error != "" {
-			v.Errors = append(v.Errors, st.Error)
-		}
 	}
-	if stackErr != nil && len(v.Errors) == 0 {
+	if stackErr != nil && len(v.FailedSteps) == 0 {
 		v.Errors = append(v.Errors, stackErr.Error())
 	}
-	v.Failed = len(v.Errors) > 0
+	v.Failed = len(v.Errors) > 0 || len(v.FailedSteps) > 0
 	v.Marker = fmt.Sprintf("<!-- kusionpr:preview project=%s stack=%s workspace=%s -->",
 		mdsafe.CommentValue(p.Project), mdsafe.CommentValue(p.Stack), mdsafe.CommentValue(p.Workspace))
 	return v
@@ -173,6 +177,8 @@ func actionIcon(a engine.Action) string {
 		return "~"
 	case engine.Delete:
 		return "-"
+	case engine.Failed:
+		return "x"
 	}
 	return "="
 }

@@ -272,7 +272,18 @@ func (c *Change) maxParts() int {
 func (c *Change) title(so *StackOutcome) string {
 	s := so.Summary
 	t := fmt.Sprintf("%d to create, %d to update, %d to delete, %d unchanged, %d drifted", s.Create, s.Update, s.Delete, s.UnChanged, s.Drift)
+	if s.Errors > 0 {
+		t += fmt.Sprintf(", %d failed", s.Errors)
+	}
 	switch {
+	case s.Errors > 0 && c.Command == Preview:
+		// Resources that could not be previewed: the counts alone would
+		// read as a complete plan.
+		t = fmt.Sprintf("preview incomplete, %d of %d resources failed", s.Errors, s.Total())
+		if so.Err != nil {
+			t += ": " + firstLine(so.Err.Error())
+		}
+		return t
 	case so.Err != nil && c.Command == Preview:
 		return "preview failed: " + firstLine(so.Err.Error())
 	case so.Err != nil:

@@ -205,7 +205,7 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func
 		summary[so.Dir] = counts{s.Create, s.Update, s.Delete, s.UnChanged, s.Drift, s.Errors}
 		urls[so.Dir] = so.Comments
 		ga.Group("stack " + so.Dir)
-		ga.Infof("%d to create, %d to update, %d to delete, %d unchanged, %d drifted", s.Create, s.Update, s.Delete, s.UnChanged, s.Drift)
+		ga.Infof("%d to create, %d to update, %d to delete, %d unchanged, %d drifted, %d failed", s.Create, s.Update, s.Delete, s.UnChanged, s.Drift, s.Errors)
 		for _, u := range so.Comments {
 			ga.Infof("comment: %s", u)
 		}
