@@ -4,6 +4,8 @@
 //	action generate --stack DIR [--workspace NAME] [-o FILE]
 //	action preview|apply|destroy --stack DIR [--workspace NAME] [--backend URL]
 //	       [-o json|markdown|text] [--yes] [--dry-run]
+//	action unlock --stack DIR --reason TEXT
+//	action help, action COMMAND --help
 //
 // generate prints the stack's Spec; the others print the preview and, for
 // apply and destroy, where the release was saved.
@@ -50,26 +52,73 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: action preview|apply|destroy --stack DIR [flags]
-       action generate --stack DIR [--workspace NAME] [-o FILE]
-       action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]
+const usage = `usage: action COMMAND --stack DIR [flags]
 
-Previews the three-way difference of a stack (its spec, the latest release,
-the live objects), or applies or destroys it and records a release. A stack
-holds a ready spec.yaml, or main.yaml (AppConfigurations) that generate turns
-into a Spec with the stack's workspace (workspaces/<name>.yaml).
+Kusion's engine for one stack folder. A stack holds a ready spec.yaml, or
+main.yaml (AppConfigurations) that generate turns into a Spec with the
+stack's workspace (workspaces/<name>.yaml).
 
-flags:
+commands:
+  preview   show the three-way difference of the stack (its spec, the latest
+            release, the live objects); change nothing
+  apply     preview, ask (or --yes), apply the changes and record a release
+  destroy   preview the deletion, ask (or --yes), delete the stack's
+            resources and record a release
+  generate  print the stack's Spec (generated from main.yaml, or spec.yaml)
+  unlock    end a release left running (its runner died), recording why
+  help      this text; "action COMMAND --help" lists a command's flags
+
+Run with no arguments under GitHub Actions (GITHUB_ACTIONS=true), the event
+and the action's inputs (action.yml, README) say what to do.
 `
+
+// commandUsage heads each command's --help, before its flags.
+var commandUsage = map[string]string{
+	"preview":  "usage: action preview --stack DIR [flags]\n\nShows what apply would change: the three-way difference of the stack's spec,\nits latest release and the live objects. Changes nothing.\n",
+	"apply":    "usage: action apply --stack DIR [flags]\n\nPreviews the stack, asks (unless --yes), applies the changes, waits for the\nresources to be ready and records a release in the --backend store.\n",
+	"destroy":  "usage: action destroy --stack DIR [flags]\n\nPreviews the deletion, asks (unless --yes), deletes every resource of the\nstack's latest release and records a release in the --backend store.\n",
+	"generate": "usage: action generate --stack DIR [--workspace NAME] [-o FILE] [--format yaml|json]\n\nPrints the stack's Spec, as kusion generate does: the one generated from\nmain.yaml with the stack's workspace, or its spec.yaml.\n",
+	"unlock":   "usage: action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]\n\nEnds a release left running (its runner died) by hand, recording who and\nwhy, as kusion release unlock does.\n",
+}
+
+// parseFlags parses a command's flags: --help prints the command's usage
+// and flags on stdout (exit 0); a mistake prints the error and the usage
+// on stderr (exit 2). ok is false when the command must not go on.
+func parseFlags(fs *flag.FlagSet, name string, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	out, code := stderr, 2
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		out, code = stdout, 0
+	default:
+		fmt.Fprintf(stderr, "error: %v\n", err)
+	}
+	fmt.Fprintf(out, "%s\nflags:\n", commandUsage[name])
+	fs.SetOutput(out)
+	fs.PrintDefaults()
+	fs.SetOutput(stderr)
+	return code, false
+}
 
 // run is main without the process: arguments in, exit code out.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		newFlags(stderr).PrintDefaults()
 		return 2
 	}
 	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && commandUsage[args[1]] != "" {
+			return run(ctx, []string{args[1], "--help"}, stdin, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
 	case "unlock":
 		return unlock(ctx, args[1:], stdout, stderr)
 	case "generate":
@@ -77,7 +126,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cmd, err := workflow.ParseCommand(args[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
 	fs := newFlags(stderr)
@@ -101,9 +150,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		tfEnv       = fs.String("terraform-env", os.Getenv("KUSIONPR_TERRAFORM_ENV"), "comma-separated variables (or patterns) of ours terraform and its providers get besides PATH, HOME, proxies, TF_*..., e.g. AWS_REGION,ARM_* (env KUSIONPR_TERRAFORM_ENV)")
 		clusters    = clusterFlags(fs)
 	)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, string(cmd), args[1:], stdout, stderr); !ok {
+		return code
 	}
 	format, err := report.ParseFormat(*output)
 	if err != nil {
@@ -239,8 +287,8 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	workspace := fs.String("workspace", "", "workspace name (default: the stack's own)")
 	backendURL := fs.String("backend", "", "release store URL")
 	reason := fs.String("reason", "", "why the running release is ended (recorded in it)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, "unlock", args, stdout, stderr); !ok {
+		return code
 	}
 	o := localOrigin("unlock")
 	who := o.User
@@ -265,8 +313,8 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	output := fs.String("o", "", "write the Spec to this file instead of standard output")
 	format := fs.String("format", "yaml", "yaml or json")
 	clusters := clusterFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, "generate", args, stdout, stderr); !ok {
+		return code
 	}
 	root := repositoryRoot(*stack)
 	st, err := project.LoadStack(root, *stack)
