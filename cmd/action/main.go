@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var (
 		stack       = fs.String("stack", ".", "stack folder (holds stack.yaml; project.yaml is in it or above it)")
 		workspace   = fs.String("workspace", "", "workspace name (default: stack.yaml's workspace, else the workspace named after the stack, else default)")
-		backendURL  = fs.String("backend", "", "release store URL (default file:// of $KUSION_HOME or ~/.kusion)")
+		backendURL  = fs.String("backend", "", "release store URL: file:///ABSOLUTE/PATH, s3://BUCKET, gs://BUCKET, azblob://CONTAINER, oss://BUCKET?endpoint=HOST or mem:// (default file:// of $KUSION_HOME or ~/.kusion)")
 		output      = fs.String("o", "text", "output format: json, markdown or text")
 		yes         = fs.Bool("yes", false, "apply or destroy without asking")
 		dryRun      = fs.Bool("dry-run", false, "show what would happen; change nothing anywhere")
