@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -86,5 +87,40 @@ func TestBadFlag(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "-stak") || !strings.Contains(stderr, "usage: action preview") {
 		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+// TestApplyFailureErrorsOnce: an apply that fails (here: no cluster to
+// read, KUBECONFIG names a missing file) writes each error line once on
+// stderr, with the release it recorded, and exits 1.
+func TestApplyFailureErrorsOnce(t *testing.T) {
+	dir := t.TempDir()
+	copyTree(t, "../../examples/quickstart", filepath.Join(dir, "quickstart"))
+	store := "file://" + filepath.ToSlash(filepath.Join(dir, "releases"))
+	cmd := exec.Command(actionBinary(t), "apply", "--yes", "--stack", filepath.Join(dir, "quickstart", "dev"), "--backend", store)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "KUBECONFIG=" + filepath.Join(dir, "nonexistent")}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit: %v; want 1\n%s", err, stderr.String())
+	}
+	seen := map[string]int{}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.HasPrefix(line, "time=") || strings.TrimSpace(line) == "" {
+			continue // log lines, with their own times
+		}
+		seen[line]++
+	}
+	for line, n := range seen {
+		if n > 1 {
+			t.Errorf("printed %d times: %s", n, line)
+		}
+	}
+	for _, w := range []string{"error: apply dev: preview failed, nothing changed", "nonexistent, which does not exist", "Release 1 of quickstart/default (stack dev): failed"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr does not say %q:\n%s", w, stderr.String())
+		}
 	}
 }

@@ -204,13 +204,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		opts.DryRun = false
 		r = workflow.RunStack(ctx, cmd, *stack, opts)
-		return printRelease(stderr, r)
+		return printRelease(stderr, r, false)
 	}
 	opts.DryRun = *dryRun
 	r := workflow.RunStack(ctx, cmd, *stack, opts)
 	code := printRun(stdout, stderr, renderer, format, r)
 	if cmd != workflow.Preview && !*dryRun {
-		if c := printRelease(stderr, r); c != 0 {
+		// printRun has shown the run's error: once is enough.
+		if c := printRelease(stderr, r, true); c != 0 {
 			code = c
 		}
 	}
@@ -225,36 +226,34 @@ func newFlags(stderr io.Writer) *flag.FlagSet {
 
 // printRun writes the preview (if there is one) and the error of a run.
 func printRun(stdout, stderr io.Writer, r *report.Renderer, f report.Format, run *workflow.Run) int {
+	code := 0
 	if run.Preview != nil {
 		if err := r.Render(stdout, f, run.Preview, run.Err); err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
-			return 1
+			code = 1
 		}
 	}
 	if run.Err != nil {
 		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
-		return 1
+		code = 1
 	}
-	return 0
+	return code
 }
 
-// printRelease says where the release went and how it ended.
-func printRelease(stderr io.Writer, run *workflow.Run) int {
-	if run.Release == nil {
-		if run.Err != nil {
-			fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
-			return 1
-		}
+// printRelease says where the release went and how it ended, and the
+// run's error unless errShown (printRun wrote it already).
+func printRelease(stderr io.Writer, run *workflow.Run, errShown bool) int {
+	if rel := run.Release; rel != nil {
+		fmt.Fprintf(stderr, "Release %d of %s/%s (stack %s): %s, saved in %s under releases/%s/%s/%d.yaml\n",
+			rel.Revision, rel.Project, rel.Workspace, rel.Stack, rel.Phase, run.Store, rel.Project, rel.Workspace, rel.Revision)
+	}
+	if run.Err == nil {
 		return 0
 	}
-	rel := run.Release
-	fmt.Fprintf(stderr, "Release %d of %s/%s (stack %s): %s, saved in %s under releases/%s/%s/%d.yaml\n",
-		rel.Revision, rel.Project, rel.Workspace, rel.Stack, rel.Phase, run.Store, rel.Project, rel.Workspace, rel.Revision)
-	if run.Err != nil {
+	if !errShown {
 		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
-		return 1
 	}
-	return 0
+	return 1
 }
 
 func confirm(stdin io.Reader, stderr io.Writer, cmd workflow.Command) (bool, error) {
