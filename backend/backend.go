@@ -161,6 +161,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open backend %q: %w", rawURL, err)
 	}
+	if err := checkScheme(rawURL, u); err != nil {
+		return nil, err
+	}
 	if u.Scheme == "oss" {
 		return openS3(ctx, u, s3Credentials{})
 	}

@@ -181,6 +181,40 @@ func openS3(ctx context.Context, u *url.URL, creds s3Credentials) (*Store, error
 	return checked(ctx, &Store{bucket: b, obj: bucketObjects{b}, prefix: prefix}, where, u.Host)
 }
 
+// Schemes are the release stores a backend URL may name, as listed in
+// errors: gocloud's own list leaves out oss, which is ours (openS3).
+const Schemes = "file, s3, gs, azblob, oss or mem"
+
+// checkScheme refuses, with the form to write instead, a URL without a
+// scheme (a folder given as a bare path is the usual one) or with a scheme
+// no store answers to.
+func checkScheme(rawURL string, u *url.URL) error {
+	switch u.Scheme {
+	case "file", "s3", "gs", "azblob", "oss", "mem":
+		return nil
+	case "":
+		if u.Host == "" && u.Path != "" {
+			return fmt.Errorf("open backend %q: not a URL: a folder is written %s; the stores are %s", rawURL, folderURL(u.Path), Schemes)
+		}
+		return fmt.Errorf("open backend %q: no scheme: want %s (a folder is file:///ABSOLUTE/PATH)", rawURL, Schemes)
+	}
+	return fmt.Errorf("open backend %s: unknown scheme %q: want %s (a folder is file:///ABSOLUTE/PATH)", location(u), u.Scheme, Schemes)
+}
+
+// folderURL is the file:// URL of the folder p, as the user would reach it
+// from here: ~ is their home, a relative path is under the current folder.
+func folderURL(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok || p == "~" {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, rest)
+		}
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
+}
+
 // location names a store in messages: scheme and bucket, never the query
 // (which may carry an endpoint with credentials in it).
 func location(u *url.URL) string {

@@ -97,3 +97,46 @@ func TestKusionBackendConfig(t *testing.T) {
 		t.Errorf("oss without endpoint: %v", err)
 	}
 }
+
+// TestSchemeErrors: a backend given as a bare path, or with a scheme no
+// store has, is refused with the form to write and every scheme there is.
+func TestSchemeErrors(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		url  string
+		want string
+	}{
+		{"/tmp/x", `open backend "/tmp/x": not a URL: a folder is written file:///tmp/x`},
+		{"releases/dev", "a folder is written file://" + filepath.ToSlash(filepath.Join(wd, "releases/dev"))},
+		{"~/releases", "a folder is written file://" + filepath.ToSlash(filepath.Join(home, "releases"))},
+		{"?prefix=x", "no scheme: want"},
+		{"minio://bucket", `open backend minio://bucket: unknown scheme "minio": want`},
+		{"S3X://bucket?endpoint=https://key:secret@host", `unknown scheme "s3x"`},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			_, err := Open(context.Background(), tc.url)
+			if err == nil {
+				t.Fatal("opened")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("error %q does not say %q", msg, tc.want)
+			}
+			if !strings.Contains(msg, "file, s3, gs, azblob, oss or mem") {
+				t.Errorf("error %q does not list every scheme", msg)
+			}
+			if strings.Contains(msg, "secret") {
+				t.Errorf("error %q shows the URL's query", msg)
+			}
+		})
+	}
+	// Nothing was created where the bare path pointed.
+	if _, err := os.Stat(filepath.Join(wd, "releases")); err == nil {
+		t.Error("a folder was created for a bare path")
+	}
+}

@@ -6,7 +6,10 @@ package bot
 
 import (
 	"bytes"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -130,6 +133,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 	}
 	var errs []error
+	// bad holds the variables already reported, so that one mistake is
+	// not also reported as a missing setting.
+	bad := map[string]bool{}
 	str := func(name string, dst *string) {
 		if v := getenv(name); v != "" {
 			*dst = v
@@ -140,6 +146,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %q is not a number", name, v))
+				bad[name] = true
 				return
 			}
 			set(n)
@@ -221,18 +228,32 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	if c.WebhookSecret == "" {
 		errs = append(errs, errors.New("KUSIONPR_WEBHOOK_SECRET is not set: the bot refuses unsigned webhooks, so it needs the App's webhook secret"))
 	}
-	if c.AppID == 0 {
-		errs = append(errs, errors.New("KUSIONPR_APP_ID is not set"))
+	switch {
+	case bad["KUSIONPR_APP_ID"]:
+	case c.AppID == 0:
+		errs = append(errs, errors.New("KUSIONPR_APP_ID is not set: the bot needs its GitHub App's ID (the App's settings page, \"App ID\")"))
+	case c.AppID < 0:
+		errs = append(errs, fmt.Errorf("KUSIONPR_APP_ID: %d is not an App ID (a positive number)", c.AppID))
 	}
+	keySetting := "KUSIONPR_APP_PRIVATE_KEY"
 	if c.PrivateKey == "" && c.PrivateKeyPath != "" {
+		keySetting = "KUSIONPR_APP_PRIVATE_KEY_PATH (" + c.PrivateKeyPath + ")"
 		b, err := os.ReadFile(c.PrivateKeyPath)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("KUSIONPR_APP_PRIVATE_KEY_PATH: %w", err))
+			bad["KUSIONPR_APP_PRIVATE_KEY_PATH"] = true
 		}
 		c.PrivateKey = string(b)
 	}
-	if c.PrivateKey == "" && c.PrivateKeyPath == "" {
+	switch {
+	case c.PrivateKey == "" && c.PrivateKeyPath == "":
 		errs = append(errs, errors.New("KUSIONPR_APP_PRIVATE_KEY or KUSIONPR_APP_PRIVATE_KEY_PATH is not set"))
+	case !bad["KUSIONPR_APP_PRIVATE_KEY_PATH"]:
+		// Checked now, not at the first delivery: a bot that cannot sign
+		// its requests to GitHub must not start and look healthy.
+		if err := checkPrivateKey(c.PrivateKey); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", keySetting, err))
+		}
 	}
 	if err := (terraform.Config{AllowProviders: c.TerraformProviders, PassEnv: c.TerraformEnv, ProviderSettings: c.TerraformProviderSettings}).CheckSettings(); err != nil {
 		errs = append(errs, err)
@@ -258,6 +279,27 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 	}
 	return c, errors.Join(errs...)
+}
+
+// checkPrivateKey tells whether key is what GitHub gives an App: an RSA
+// private key in PEM (PKCS #1, or PKCS #8 as some tools convert it to), as
+// ghinstallation reads it. The error never quotes the key.
+func checkPrivateKey(key string) error {
+	block, _ := pem.Decode([]byte(key))
+	if block == nil {
+		return errors.New("not a PEM private key: want the App's key file as GitHub gives it, from -----BEGIN RSA PRIVATE KEY----- to its END line")
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return fmt.Errorf("the PEM block %q is not an RSA private key GitHub could have issued", block.Type)
+	}
+	if _, ok := k.(*rsa.PrivateKey); !ok {
+		return fmt.Errorf("a %T, not the RSA private key GitHub issues Apps", k)
+	}
+	return nil
 }
 
 // clusters is how stacks reach their cluster, as configured.

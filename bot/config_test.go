@@ -1,9 +1,16 @@
 package bot
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -12,10 +19,42 @@ func env(kv map[string]string) func(string) string {
 	return func(k string) string { return kv[k] }
 }
 
+var (
+	appKeyOnce sync.Once
+	appKey     *rsa.PrivateKey
+)
+
+// testAppKey is an App key as GitHub issues them: RSA, PKCS #1 PEM.
+func testAppKey(t *testing.T) string {
+	t.Helper()
+	appKeyOnce.Do(func() {
+		var err error
+		if appKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+			panic(err)
+		}
+	})
+	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(appKey)}))
+}
+
+// keyLine is a line from the middle of a PEM key: no error may show it.
+func keyLine(key string) string {
+	lines := strings.Split(key, "\n")
+	return lines[len(lines)/2]
+}
+
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	keyPath := filepath.Join(dir, "key.pem")
-	os.WriteFile(keyPath, []byte("PEM"), 0o600)
+	key := testAppKey(t)
+	os.WriteFile(keyPath, []byte(key), 0o600)
+	pkcs8, _ := x509.MarshalPKCS8PrivateKey(appKey)
+	pkcs8Key := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ecDER, _ := x509.MarshalPKCS8PrivateKey(ec)
+	ecKey := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: ecDER}))
+	garbledKey := "-----BEGIN RSA PRIVATE KEY-----\nTm90IGEga2V5IGF0IGFsbA==\n-----END RSA PRIVATE KEY-----\n"
+	notPEMFile := filepath.Join(dir, "notpem.pem")
+	os.WriteFile(notPEMFile, []byte("notapem"), 0o600)
 	file := filepath.Join(dir, "bot.yaml")
 	os.WriteFile(file, []byte("workspace: prod\nshutdownTimeout: 90s\nholdWait: 1m\nallowRepos: [octo/web]\nrequireChecks: false\n"), 0o644)
 	bad := filepath.Join(dir, "bad.yaml")
@@ -44,7 +83,7 @@ func TestLoadConfig(t *testing.T) {
 		{"defaults", base, func(c *Config) bool {
 			return c.Listen == ":8080" && c.Workspace == "" && c.Concurrency == 4 && c.RequireApproval &&
 				c.RequireMergeable && c.RequireChecks && c.ShutdownTimeout == 10*time.Minute && c.RecoverWindow == 24*time.Hour &&
-				c.PrivateKey == "PEM" && c.AppID == 12
+				c.PrivateKey == key && c.AppID == 12
 		}, ""},
 		{"file, then the environment over it", with("KUSIONPR_CONFIG", file, "KUSIONPR_HOLD_WAIT", "2m"), func(c *Config) bool {
 			return c.Workspace == "prod" && c.ShutdownTimeout == 90*time.Second && c.HoldWait == 2*time.Minute &&
@@ -56,9 +95,17 @@ func TestLoadConfig(t *testing.T) {
 		{"a provider pattern without a type", with("KUSIONPR_TERRAFORM_PROVIDERS", "registry.terraform.io/acme/x/y"), nil, "KUSIONPR_TERRAFORM_PROVIDERS"},
 		{"a variable pattern that is not one", with("KUSIONPR_TERRAFORM_ENV", "AWS_[REGION"), nil, "KUSIONPR_TERRAFORM_ENV"},
 		{"no secret", with("KUSIONPR_WEBHOOK_SECRET", ""), nil, "KUSIONPR_WEBHOOK_SECRET is not set"},
-		{"no app", map[string]string{"KUSIONPR_WEBHOOK_SECRET": "s"}, nil, "KUSIONPR_APP_ID is not set"},
+		{"no app", map[string]string{"KUSIONPR_WEBHOOK_SECRET": "s", "KUSIONPR_APP_PRIVATE_KEY": key}, nil, "KUSIONPR_APP_ID is not set"},
 		{"no key", map[string]string{"KUSIONPR_WEBHOOK_SECRET": "s", "KUSIONPR_APP_ID": "1"}, nil, "KUSIONPR_APP_PRIVATE_KEY or KUSIONPR_APP_PRIVATE_KEY_PATH is not set"},
 		{"a key file that is missing", with("KUSIONPR_APP_PRIVATE_KEY_PATH", filepath.Join(dir, "nope.pem")), nil, "KUSIONPR_APP_PRIVATE_KEY_PATH: open"},
+		{"a key in the variable", with("KUSIONPR_APP_PRIVATE_KEY", key, "KUSIONPR_APP_PRIVATE_KEY_PATH", ""), func(c *Config) bool { return c.PrivateKey == key }, ""},
+		{"a PKCS #8 RSA key", with("KUSIONPR_APP_PRIVATE_KEY", pkcs8Key), func(c *Config) bool { return c.PrivateKey == pkcs8Key }, ""},
+		{"a key that is not PEM", with("KUSIONPR_APP_PRIVATE_KEY", "notapem"), nil, "KUSIONPR_APP_PRIVATE_KEY: not a PEM private key"},
+		{"a key file that is not PEM", with("KUSIONPR_APP_PRIVATE_KEY_PATH", notPEMFile), nil, "KUSIONPR_APP_PRIVATE_KEY_PATH (" + notPEMFile + "): not a PEM private key"},
+		{"a PEM block that is no key", with("KUSIONPR_APP_PRIVATE_KEY", garbledKey), nil, `KUSIONPR_APP_PRIVATE_KEY: the PEM block "RSA PRIVATE KEY" is not an RSA private key`},
+		{"a key that is not RSA", with("KUSIONPR_APP_PRIVATE_KEY", ecKey), nil, "KUSIONPR_APP_PRIVATE_KEY: a *ecdsa.PrivateKey, not the RSA private key"},
+		{"an App ID that is a word", with("KUSIONPR_APP_ID", "abc"), nil, `KUSIONPR_APP_ID: "abc" is not a number`},
+		{"an App ID below one", with("KUSIONPR_APP_ID", "-3"), nil, "KUSIONPR_APP_ID: -3 is not an App ID"},
 		{"a word for a number", with("KUSIONPR_CONCURRENCY", "many"), nil, `KUSIONPR_CONCURRENCY: "many" is not a number`},
 		{"a bad flag", with("KUSIONPR_REQUIRE_APPROVAL", "sometimes"), nil, `KUSIONPR_REQUIRE_APPROVAL: "sometimes" is not true or false`},
 		{"a bad duration", with("KUSIONPR_LEASE", "5"), nil, "KUSIONPR_LEASE: time: missing unit"},
@@ -96,8 +143,17 @@ func TestLoadConfig(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
 				}
-				if strings.Contains(err.Error(), "PEM") {
-					t.Errorf("the error shows the key: %v", err)
+				for _, k := range []string{key, pkcs8Key, ecKey} {
+					if strings.Contains(err.Error(), keyLine(k)) {
+						t.Errorf("the error shows the key: %v", err)
+					}
+				}
+				if strings.Contains(err.Error(), "notapem") || strings.Contains(err.Error(), "Tm90IGEga2V5") {
+					t.Errorf("the error quotes the key's content: %v", err)
+				}
+				// One mistake, one line: not also "not set" or the like.
+				if n := strings.Count(err.Error(), "\n"); n != 0 {
+					t.Errorf("%d more errors than the one:\n%v", n, err)
 				}
 				return
 			}

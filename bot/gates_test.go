@@ -9,7 +9,7 @@ import (
 )
 
 func TestMergeableStatesSetting(t *testing.T) {
-	base := map[string]string{"KUSIONPR_WEBHOOK_SECRET": "s", "KUSIONPR_APP_ID": "12", "KUSIONPR_APP_PRIVATE_KEY": "PEM"}
+	base := map[string]string{"KUSIONPR_WEBHOOK_SECRET": "s", "KUSIONPR_APP_ID": "12", "KUSIONPR_APP_PRIVATE_KEY": testAppKey(t)}
 	for _, tc := range []struct {
 		name, value string
 		want        []string

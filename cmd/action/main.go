@@ -4,6 +4,8 @@
 //	action generate --stack DIR [--workspace NAME] [-o FILE]
 //	action preview|apply|destroy --stack DIR [--workspace NAME] [--backend URL]
 //	       [-o json|markdown|text] [--yes] [--dry-run]
+//	action unlock --stack DIR --reason TEXT
+//	action help, action COMMAND --help
 //
 // generate prints the stack's Spec; the others print the preview and, for
 // apply and destroy, where the release was saved.
@@ -50,26 +52,73 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: action preview|apply|destroy --stack DIR [flags]
-       action generate --stack DIR [--workspace NAME] [-o FILE]
-       action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]
+const usage = `usage: action COMMAND --stack DIR [flags]
 
-Previews the three-way difference of a stack (its spec, the latest release,
-the live objects), or applies or destroys it and records a release. A stack
-holds a ready spec.yaml, or main.yaml (AppConfigurations) that generate turns
-into a Spec with the stack's workspace (workspaces/<name>.yaml).
+Kusion's engine for one stack folder. A stack holds a ready spec.yaml, or
+main.yaml (AppConfigurations) that generate turns into a Spec with the
+stack's workspace (workspaces/<name>.yaml).
 
-flags:
+commands:
+  preview   show the three-way difference of the stack (its spec, the latest
+            release, the live objects); change nothing
+  apply     preview, ask (or --yes), apply the changes and record a release
+  destroy   preview the deletion, ask (or --yes), delete the stack's
+            resources and record a release
+  generate  print the stack's Spec (generated from main.yaml, or spec.yaml)
+  unlock    end a release left running (its runner died), recording why
+  help      this text; "action COMMAND --help" lists a command's flags
+
+Run with no arguments under GitHub Actions (GITHUB_ACTIONS=true), the event
+and the action's inputs (action.yml, README) say what to do.
 `
+
+// commandUsage heads each command's --help, before its flags.
+var commandUsage = map[string]string{
+	"preview":  "usage: action preview --stack DIR [flags]\n\nShows what apply would change: the three-way difference of the stack's spec,\nits latest release and the live objects. Changes nothing.\n",
+	"apply":    "usage: action apply --stack DIR [flags]\n\nPreviews the stack, asks (unless --yes), applies the changes, waits for the\nresources to be ready and records a release in the --backend store.\n",
+	"destroy":  "usage: action destroy --stack DIR [flags]\n\nPreviews the deletion, asks (unless --yes), deletes every resource of the\nstack's latest release and records a release in the --backend store.\n",
+	"generate": "usage: action generate --stack DIR [--workspace NAME] [-o FILE] [--format yaml|json]\n\nPrints the stack's Spec, as kusion generate does: the one generated from\nmain.yaml with the stack's workspace, or its spec.yaml.\n",
+	"unlock":   "usage: action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]\n\nEnds a release left running (its runner died) by hand, recording who and\nwhy, as kusion release unlock does.\n",
+}
+
+// parseFlags parses a command's flags: --help prints the command's usage
+// and flags on stdout (exit 0); a mistake prints the error and the usage
+// on stderr (exit 2). ok is false when the command must not go on.
+func parseFlags(fs *flag.FlagSet, name string, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	out, code := stderr, 2
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		out, code = stdout, 0
+	default:
+		fmt.Fprintf(stderr, "error: %v\n", err)
+	}
+	fmt.Fprintf(out, "%s\nflags:\n", commandUsage[name])
+	fs.SetOutput(out)
+	fs.PrintDefaults()
+	fs.SetOutput(stderr)
+	return code, false
+}
 
 // run is main without the process: arguments in, exit code out.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		newFlags(stderr).PrintDefaults()
 		return 2
 	}
 	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && commandUsage[args[1]] != "" {
+			return run(ctx, []string{args[1], "--help"}, stdin, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
 	case "unlock":
 		return unlock(ctx, args[1:], stdout, stderr)
 	case "generate":
@@ -77,14 +126,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cmd, err := workflow.ParseCommand(args[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
 	fs := newFlags(stderr)
 	var (
 		stack       = fs.String("stack", ".", "stack folder (holds stack.yaml; project.yaml is in it or above it)")
 		workspace   = fs.String("workspace", "", "workspace name (default: stack.yaml's workspace, else the workspace named after the stack, else default)")
-		backendURL  = fs.String("backend", "", "release store URL (default file:// of $KUSION_HOME or ~/.kusion)")
+		backendURL  = fs.String("backend", "", "release store URL: file:///ABSOLUTE/PATH, s3://BUCKET, gs://BUCKET, azblob://CONTAINER, oss://BUCKET?endpoint=HOST or mem:// (default file:// of $KUSION_HOME or ~/.kusion)")
 		output      = fs.String("o", "text", "output format: json, markdown or text")
 		yes         = fs.Bool("yes", false, "apply or destroy without asking")
 		dryRun      = fs.Bool("dry-run", false, "show what would happen; change nothing anywhere")
@@ -101,9 +150,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		tfEnv       = fs.String("terraform-env", os.Getenv("KUSIONPR_TERRAFORM_ENV"), "comma-separated variables (or patterns) of ours terraform and its providers get besides PATH, HOME, proxies, TF_*..., e.g. AWS_REGION,ARM_* (env KUSIONPR_TERRAFORM_ENV)")
 		clusters    = clusterFlags(fs)
 	)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, string(cmd), args[1:], stdout, stderr); !ok {
+		return code
 	}
 	format, err := report.ParseFormat(*output)
 	if err != nil {
@@ -156,13 +204,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		opts.DryRun = false
 		r = workflow.RunStack(ctx, cmd, *stack, opts)
-		return printRelease(stderr, r)
+		return printRelease(stderr, r, false)
 	}
 	opts.DryRun = *dryRun
 	r := workflow.RunStack(ctx, cmd, *stack, opts)
 	code := printRun(stdout, stderr, renderer, format, r)
 	if cmd != workflow.Preview && !*dryRun {
-		if c := printRelease(stderr, r); c != 0 {
+		// printRun has shown the run's error: once is enough.
+		if c := printRelease(stderr, r, true); c != 0 {
 			code = c
 		}
 	}
@@ -177,36 +226,34 @@ func newFlags(stderr io.Writer) *flag.FlagSet {
 
 // printRun writes the preview (if there is one) and the error of a run.
 func printRun(stdout, stderr io.Writer, r *report.Renderer, f report.Format, run *workflow.Run) int {
+	code := 0
 	if run.Preview != nil {
 		if err := r.Render(stdout, f, run.Preview, run.Err); err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
-			return 1
+			code = 1
 		}
 	}
 	if run.Err != nil {
 		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
-		return 1
+		code = 1
 	}
-	return 0
+	return code
 }
 
-// printRelease says where the release went and how it ended.
-func printRelease(stderr io.Writer, run *workflow.Run) int {
-	if run.Release == nil {
-		if run.Err != nil {
-			fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
-			return 1
-		}
+// printRelease says where the release went and how it ended, and the
+// run's error unless errShown (printRun wrote it already).
+func printRelease(stderr io.Writer, run *workflow.Run, errShown bool) int {
+	if rel := run.Release; rel != nil {
+		fmt.Fprintf(stderr, "Release %d of %s/%s (stack %s): %s, saved in %s under releases/%s/%s/%d.yaml\n",
+			rel.Revision, rel.Project, rel.Workspace, rel.Stack, rel.Phase, run.Store, rel.Project, rel.Workspace, rel.Revision)
+	}
+	if run.Err == nil {
 		return 0
 	}
-	rel := run.Release
-	fmt.Fprintf(stderr, "Release %d of %s/%s (stack %s): %s, saved in %s under releases/%s/%s/%d.yaml\n",
-		rel.Revision, rel.Project, rel.Workspace, rel.Stack, rel.Phase, run.Store, rel.Project, rel.Workspace, rel.Revision)
-	if run.Err != nil {
+	if !errShown {
 		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
-		return 1
 	}
-	return 0
+	return 1
 }
 
 func confirm(stdin io.Reader, stderr io.Writer, cmd workflow.Command) (bool, error) {
@@ -239,8 +286,8 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	workspace := fs.String("workspace", "", "workspace name (default: the stack's own)")
 	backendURL := fs.String("backend", "", "release store URL")
 	reason := fs.String("reason", "", "why the running release is ended (recorded in it)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, "unlock", args, stdout, stderr); !ok {
+		return code
 	}
 	o := localOrigin("unlock")
 	who := o.User
@@ -265,8 +312,8 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	output := fs.String("o", "", "write the Spec to this file instead of standard output")
 	format := fs.String("format", "yaml", "yaml or json")
 	clusters := clusterFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, "generate", args, stdout, stderr); !ok {
+		return code
 	}
 	root := repositoryRoot(*stack)
 	st, err := project.LoadStack(root, *stack)

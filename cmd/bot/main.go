@@ -18,7 +18,34 @@ import (
 	"github.com/kusionpr/kusionpr/bot"
 )
 
+const usage = `usage: bot
+
+The kusionpr GitHub App: it answers webhooks at /webhook, applies the stacks
+a merged pull request changed, and answers /kusion preview|apply|unlock
+commands on pull requests (health at /healthz and /readyz, metrics at
+/metrics).
+
+It takes no arguments: its settings are KUSIONPR_* environment variables, or
+a YAML file named by KUSIONPR_CONFIG with the same names in lower camel case
+(the environment wins). Required: KUSIONPR_WEBHOOK_SECRET, KUSIONPR_APP_ID,
+and KUSIONPR_APP_PRIVATE_KEY (the App's PEM key) or
+KUSIONPR_APP_PRIVATE_KEY_PATH. Where releases live: KUSIONPR_BACKEND. Every
+setting and its default is in the README's "The bot (GitHub App)" section;
+deploy/kubernetes/bot.yaml is a deployment to start from.
+`
+
 func main() {
+	if len(os.Args) > 1 {
+		// Help asked for, or an argument the bot has no use for: say
+		// where its settings are rather than start.
+		switch os.Args[1] {
+		case "-h", "-help", "--help", "help":
+			fmt.Fprint(os.Stdout, usage)
+			os.Exit(0)
+		}
+		fmt.Fprintf(os.Stderr, "bot: unknown argument %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
 	os.Exit(run(os.Getenv, os.Stderr))
 }
 

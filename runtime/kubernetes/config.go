@@ -1,9 +1,14 @@
 package kubernetes
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -108,6 +113,19 @@ func (c Config) restConfig() (*rest.Config, error) {
 	}
 	rc, err := cc.ClientConfig()
 	if err != nil {
+		if clientcmd.IsEmptyConfig(err) && c.Loaded == nil && c.KubeconfigContent == "" && c.Kubeconfig == "" {
+			// client-go's words ("try setting KUBERNETES_MASTER") name
+			// neither where it looked nor what a user of ours would set.
+			return nil, noCluster(lookedIn{
+				kubeconfigEnv: os.Getenv(clientcmd.RecommendedConfigPathEnvVar),
+				homeFile:      clientcmd.RecommendedHomeFile,
+				serviceHost:   os.Getenv("KUBERNETES_SERVICE_HOST"),
+				tokenFile:     serviceAccountToken,
+			})
+		}
+		if c.Kubeconfig != "" {
+			return nil, fmt.Errorf("load kubeconfig %s: %w", c.Kubeconfig, err)
+		}
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
 	rc = rest.CopyConfig(rc)
@@ -118,6 +136,55 @@ func (c Config) restConfig() (*rest.Config, error) {
 		rc.Wrap(c.WrapTransport)
 	}
 	return rc, nil
+}
+
+// serviceAccountToken is where a pod's ServiceAccount token is mounted
+// (client-go's in-cluster configuration reads it there).
+const serviceAccountToken = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+// lookedIn is where a cluster was looked for, when none was found.
+type lookedIn struct {
+	kubeconfigEnv string // $KUBECONFIG, a list of files
+	homeFile      string // ~/.kube/config
+	serviceHost   string // $KUBERNETES_SERVICE_HOST, set in a pod
+	tokenFile     string // the pod's ServiceAccount token
+}
+
+// noCluster says where no cluster was found, in the order client-go
+// looked, and what to do.
+func noCluster(l lookedIn) error {
+	var where []string
+	where = append(where, "the spec's context names no kubeconfig ("+ContextKubeconfigPath+" or "+ContextKubeconfigContent+")")
+	if l.kubeconfigEnv == "" {
+		where = append(where, "$KUBECONFIG is not set")
+		where = append(where, "~/.kube/config ("+l.homeFile+") "+fileState(l.homeFile))
+	} else {
+		for _, f := range filepath.SplitList(l.kubeconfigEnv) {
+			if f != "" {
+				where = append(where, "$KUBECONFIG names "+f+", which "+fileState(f))
+			}
+		}
+		where = append(where, "~/.kube/config was not read, as $KUBECONFIG is set")
+	}
+	switch _, err := os.Stat(l.tokenFile); {
+	case l.serviceHost == "":
+		where = append(where, "not in a pod ($KUBERNETES_SERVICE_HOST is not set)")
+	case err != nil:
+		where = append(where, "no ServiceAccount token at "+l.tokenFile)
+	}
+	return fmt.Errorf("load kubeconfig: no cluster found: %s. Set KUBECONFIG to your cluster's kubeconfig file (export KUBECONFIG=/path/to/kubeconfig), "+
+		"create ~/.kube/config, or name one in the workspace's context (%s)", strings.Join(where, "; "), ContextKubeconfigPath)
+}
+
+// fileState says why a kubeconfig file gave no cluster.
+func fileState(path string) string {
+	switch _, err := os.Stat(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		return "does not exist"
+	case err != nil:
+		return "cannot be read: " + err.Error()
+	}
+	return "holds no current context"
 }
 
 type slogWarnings struct{ l *slog.Logger }

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runBinary runs the built action binary outside GitHub Actions and
+// returns its stdout, stderr and exit code.
+func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(actionBinary(t), args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// TestHelp asks the binary for help as a newcomer would: every spelling
+// answers on stdout with exit 0, and names what each command or flag does.
+func TestHelp(t *testing.T) {
+	commands := []string{"preview", "apply", "destroy", "generate", "unlock"}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, commands},
+		{[]string{"-h"}, commands},
+		{[]string{"help"}, commands},
+		{[]string{"preview", "--help"}, []string{"usage: action preview", "-stack", "stack folder", "-backend", "release store URL", "-o string", "output format", "-dry-run"}},
+		{[]string{"apply", "-h"}, []string{"usage: action apply", "-yes", "apply or destroy without asking", "-no-watch"}},
+		{[]string{"destroy", "--help"}, []string{"usage: action destroy", "-yes"}},
+		{[]string{"help", "apply"}, []string{"usage: action apply", "-yes"}},
+		{[]string{"generate", "--help"}, []string{"usage: action generate", "-stack", "-workspace", "-o string", "write the Spec to this file", "-format"}},
+		{[]string{"unlock", "--help"}, []string{"usage: action unlock", "-reason", "why the running release is ended", "-backend"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			stdout, stderr, code := runBinary(t, tc.args...)
+			if code != 0 {
+				t.Errorf("exit %d, want 0; stderr:\n%s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("help does not say %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestUnknownCommand: a typo, or no command, is an error (exit 2) that
+// lists every command there is.
+func TestUnknownCommand(t *testing.T) {
+	for _, args := range [][]string{{"previw"}, {}, {"--stack", "."}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			_, stderr, code := runBinary(t, args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			for _, c := range []string{"preview", "apply", "destroy", "generate", "unlock"} {
+				if !strings.Contains(stderr, "  "+c+" ") {
+					t.Errorf("the error does not list %s:\n%s", c, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestBadFlag: a flag that does not exist is named, with the command's
+// flags, on stderr, exit 2; nothing runs.
+func TestBadFlag(t *testing.T) {
+	stdout, stderr, code := runBinary(t, "preview", "--stak", ".")
+	if code != 2 || stdout != "" {
+		t.Errorf("exit %d, stdout %q; want 2 and nothing", code, stdout)
+	}
+	if !strings.Contains(stderr, "-stak") || !strings.Contains(stderr, "usage: action preview") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+// TestApplyFailureErrorsOnce: an apply that fails (here: no cluster to
+// read, KUBECONFIG names a missing file) writes each error line once on
+// stderr, with the release it recorded, and exits 1.
+func TestApplyFailureErrorsOnce(t *testing.T) {
+	dir := t.TempDir()
+	copyTree(t, "../../examples/quickstart", filepath.Join(dir, "quickstart"))
+	store := "file://" + filepath.ToSlash(filepath.Join(dir, "releases"))
+	cmd := exec.Command(actionBinary(t), "apply", "--yes", "--stack", filepath.Join(dir, "quickstart", "dev"), "--backend", store)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "KUBECONFIG=" + filepath.Join(dir, "nonexistent")}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit: %v; want 1\n%s", err, stderr.String())
+	}
+	seen := map[string]int{}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.HasPrefix(line, "time=") || strings.TrimSpace(line) == "" {
+			continue // log lines, with their own times
+		}
+		seen[line]++
+	}
+	for line, n := range seen {
+		if n > 1 {
+			t.Errorf("printed %d times: %s", n, line)
+		}
+	}
+	for _, w := range []string{"error: apply dev: preview failed, nothing changed", "nonexistent, which does not exist", "Release 1 of quickstart/default (stack dev): failed"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr does not say %q:\n%s", w, stderr.String())
+		}
+	}
+}
