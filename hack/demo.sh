@@ -18,3 +18,4 @@ printf '\n==> Preview again: nothing should change\n\n'
 .kusion-demo/action preview --stack "$stack" --backend "$store" -o text
 printf '\nReleases are in %s/releases/quickstart/default/ (Kusion'"'"'s layout).\n' "$PWD/.kusion-demo"
 printf 'Remove what the demo created with:\n  KUBECONFIG=%s .kusion-demo/action destroy --stack %s --backend %s --yes\n' "$KUBECONFIG" "$stack" "$store"
+printf '\nThe README'"'"'s "Using it" commands reach this cluster once your shell has:\n  export KUBECONFIG=%s\n' "$KUBECONFIG"
