@@ -199,14 +199,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	strs("KUSIONPR_SPEC_KUBECONFIG_ALLOW", &c.SpecKubeconfigAllow)
 	strs("KUSIONPR_MODULE_ENV", &c.ModuleEnv)
 	if v := getenv("KUSIONPR_KUBECONFIGS"); v != "" {
-		c.Kubeconfigs = map[string]string{}
-		for _, kv := range strings.Split(v, ",") {
-			ws, path, ok := strings.Cut(kv, "=")
-			if ws, path = strings.TrimSpace(ws), strings.TrimSpace(path); !ok || ws == "" || path == "" {
-				errs = append(errs, fmt.Errorf("KUSIONPR_KUBECONFIGS: %q: want WORKSPACE=FILE", kv))
-				continue
-			}
-			c.Kubeconfigs[ws] = path
+		var err error
+		if c.Kubeconfigs, err = workflow.ParseKubeconfigs(v); err != nil {
+			errs = append(errs, fmt.Errorf("KUSIONPR_KUBECONFIGS: %w", err))
 		}
 	}
 	flag("KUSIONPR_REQUIRE_APPROVAL", &c.RequireApproval)

@@ -1,8 +1,10 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/model"
@@ -56,4 +58,24 @@ func (o Options) logger() *slog.Logger {
 		return o.Logger
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// ParseKubeconfigs reads the operator's WORKSPACE=FILE pairs (comma- or
+// newline-separated) into Clusters.Kubeconfigs, naming every pair it cannot
+// read.
+func ParseKubeconfigs(s string) (map[string]string, error) {
+	out := map[string]string{}
+	var errs []error
+	for _, kv := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' }) {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		ws, path, ok := strings.Cut(kv, "=")
+		if ws, path = strings.TrimSpace(ws), strings.TrimSpace(path); !ok || ws == "" || path == "" {
+			errs = append(errs, fmt.Errorf("%q: want WORKSPACE=FILE", kv))
+			continue
+		}
+		out[ws] = path
+	}
+	return out, errors.Join(errs...)
 }

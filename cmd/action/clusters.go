@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -35,26 +34,13 @@ func (c clusterSettings) apply(opts *workflow.Options) error {
 	if err != nil {
 		return fmt.Errorf("--spec-kubeconfig-allow: %w", err)
 	}
-	kubeconfigs, err := workspaceFiles(*c.kubeconfigs)
+	kubeconfigs, err := workflow.ParseKubeconfigs(*c.kubeconfigs)
 	if err != nil {
 		return fmt.Errorf("--kubeconfigs: %w", err)
 	}
 	opts.Clusters = workflow.Clusters{Kubeconfigs: kubeconfigs, SpecAllow: allow, Setting: "--spec-kubeconfig-allow"}
 	opts.ModuleEnv = list(*c.moduleEnv)
 	return nil
-}
-
-// workspaceFiles reads WORKSPACE=FILE pairs, comma- or newline-separated.
-func workspaceFiles(s string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, kv := range list(s) {
-		ws, path, ok := strings.Cut(kv, "=")
-		if ws, path = strings.TrimSpace(ws), strings.TrimSpace(path); !ok || ws == "" || path == "" {
-			return nil, fmt.Errorf("%q: want WORKSPACE=FILE", kv)
-		}
-		out[ws] = path
-	}
-	return out, nil
 }
 
 // repositoryRoot is the folder holding .git at or above the stack: on
