@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/chatops"
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/model"
 )
 
@@ -82,7 +83,7 @@ func mergeSkip(sha string, mergedAt time.Time, recovering bool) func(*model.Rele
 			// or interrupted: do it again.
 			return ""
 		case !o.MergedAt.IsZero() && o.MergedAt.After(mergedAt):
-			return fmt.Sprintf("release %d applied a newer merge (#%d, %s)", latest.Revision, o.PullRequest, short(o.SHA))
+			return fmt.Sprintf("release %d applied a newer merge (#%d, %s)", latest.Revision, o.PullRequest, mdsafe.Code(short(o.SHA)))
 		case recovering && o.MergedAt.IsZero() && latest.CreateTime.After(mergedAt):
 			return fmt.Sprintf("release %d, made after this merge, applied the stack since", latest.Revision)
 		}

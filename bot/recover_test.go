@@ -31,7 +31,7 @@ func TestMergeSkip(t *testing.T) {
 		{"this merge's apply cancelled by a drain", rel(4, model.PhaseFailed, ours, later, "apply dev: context canceled"), "", ""},
 		{"this merge's apply failed by itself", rel(4, model.PhaseFailed, ours, later, "apply v1:ConfigMap:ns:x: invalid"), "", "release 4 of this merge failed"},
 		{"this merge's apply unlocked by hand", rel(4, model.PhaseFailed, ours, later, "unlocked by octocat at ...: stuck"), "", "release 4 of this merge failed"},
-		{"a newer merge applied first", rel(5, model.PhaseSucceeded, newer, later, ""), "release 5 applied a newer merge (#8, ccccccc)", "release 5 applied a newer merge"},
+		{"a newer merge applied first", rel(5, model.PhaseSucceeded, newer, later, ""), "release 5 applied a newer merge (#8, `ccccccc`)", "release 5 applied a newer merge"},
 		{"a newer merge failed", rel(5, model.PhaseFailed, newer, later, "x"), "release 5 applied a newer merge", "release 5 applied a newer merge"},
 		{"a run by hand since the merge", rel(6, model.PhaseSucceeded, model.Origin{User: "ops"}, later, ""), "", "release 6, made after this merge"},
 		{"a run by hand before the merge", rel(6, model.PhaseSucceeded, model.Origin{User: "ops"}, merged.Add(-time.Minute), ""), "", ""},
