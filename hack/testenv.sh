@@ -6,12 +6,16 @@
 # backend tests: MinIO (S3), fake-gcs-server (GCS) and Azurite (Azure Blob),
 # plus GitHub's REST description and webhook examples for the fake GitHub.
 # Binaries are built once from the Go module proxy (Azurite comes from npm) and
-# cached; later starts take about 15 s.
+# cached; later starts take about 15 s. A long step prints a line at least every
+# 30 s (what it is doing, how far along, the elapsed time); its full output is
+# in $CACHE/testenv/logs. kubectl comes from PATH, else it is built with the
+# cluster.
 #
-#   hack/testenv.sh build   build or reuse the cached binaries
-#   hack/testenv.sh start   build if needed, start everything, write the kubeconfig
-#   hack/testenv.sh stop    stop everything started by "start"
-#   hack/testenv.sh env     print the variables tests read (eval "$(hack/testenv.sh env)")
+#   hack/testenv.sh build           build or reuse the cached binaries
+#   hack/testenv.sh start           build if needed, start everything, write the kubeconfig
+#   hack/testenv.sh start-cluster   the same for the cluster alone (what make demo uses)
+#   hack/testenv.sh stop            stop everything started by "start"
+#   hack/testenv.sh env             print the variables tests read (eval "$(hack/testenv.sh env)")
 set -euo pipefail
 
 K8S_VERSION=1.32.4
@@ -27,6 +31,9 @@ OCTOKIT_OPENAPI_VERSION=23.0.2
 OCTOKIT_WEBHOOKS_EXAMPLES_VERSION=7.6.1
 CACHE=${KUSIONPR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kusionpr}
 BIN=$CACHE/testenv/bin
+# kubectl, when PATH has none; "env" puts this folder on PATH.
+TOOLS=$CACHE/testenv/tools
+LOGS=$CACHE/testenv/logs
 RUN=${KUSIONPR_TESTENV_DIR:-$CACHE/testenv/run}
 KUBECONFIG_OUT=$RUN/kubeconfig
 # Outside $RUN, which every start wipes.
@@ -42,8 +49,9 @@ S3_SECRET_KEY=kusionpr-secret
 AZURE_ACCOUNT=devstoreaccount1
 AZURE_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
 
-log() { printf 'testenv: %s\n' "$*" >&2; }
-die() { printf 'testenv: error: %s\n' "$*" >&2; exit 1; }
+PREFIX=testenv
+# log, die and step (a long command with a progress line every 30 s).
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 
 need_etcd() {
   if command -v etcd >/dev/null 2>&1; then return; fi
@@ -55,40 +63,63 @@ need_etcd() {
   (systemctl stop etcd 2>/dev/null || service etcd stop 2>/dev/null || pkill -x etcd || true) >/dev/null 2>&1
 }
 
+# build_kubernetes: the cluster's binaries, and kubectl when PATH has none, in one
+# go build so they share compiled packages and link in parallel.
 build_kubernetes() {
-  if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kube-controller-manager" ] && [ -x "$BIN/kube-scheduler" ]; then return; fi
-  log "building kube-apiserver, kube-controller-manager and kube-scheduler v$K8S_VERSION (about 12 minutes on 2 cores, once)"
+  local want=(kube-apiserver kube-controller-manager kube-scheduler) c missing=()
+  for c in "${want[@]}"; do [ -x "$BIN/$c" ] || missing+=("$c"); done
+  local kubectl=
+  if ! type -P kubectl >/dev/null && [ ! -x "$TOOLS/kubectl" ]; then kubectl=yes; fi
+  [ ${#missing[@]} -eq 0 ] && [ -z "$kubectl" ] && return
   local src=$CACHE/testenv/src/kubernetes
   if [ ! -f "$src/.prepared" ]; then
-    # The checksum database does not know this module; it comes from the proxy all the same.
-    local dir
-    dir=$(GOSUMDB=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-    [ -n "$dir" ] && [ -d "$dir" ] || die "could not download k8s.io/kubernetes@v$K8S_VERSION"
-    rm -rf "$src"; mkdir -p "$(dirname "$src")"
-    cp -r "$dir" "$src"; chmod -R u+w "$src"
-    rm -rf "$src/vendor" "$src"/go.work*
-    # Staging modules come from the proxy at the matching version instead of ./staging.
-    sed -i -E \
-      -e 's#(k8s\.io/[A-Za-z0-9_.-]+) => \./staging/src/k8s\.io/[A-Za-z0-9_.-]+#\1 => \1 v0.'"${K8S_VERSION#1.}"'#' \
-      -e 's#(k8s\.io/[A-Za-z0-9_.-]+) v0\.0\.0$#\1 v0.'"${K8S_VERSION#1.}"'#' \
-      "$src/go.mod"
-    touch "$src/.prepared"
+    step "download-kubernetes-v$K8S_VERSION" prepare_kubernetes "$src"
   fi
-  mkdir -p "$BIN"
-  for c in kube-apiserver kube-controller-manager kube-scheduler; do
-    [ -x "$BIN/$c" ] && continue
-    log "go build ./cmd/$c"
-    (cd "$src" && GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/$c.tmp" "./cmd/$c") \
-      || die "building $c failed"
-    mv "$BIN/$c.tmp" "$BIN/$c"
+  local pkgs=() out=$CACHE/testenv/kube-build
+  for c in "${missing[@]}"; do pkgs+=("./cmd/$c"); done
+  [ -n "$kubectl" ] && pkgs+=(./cmd/kubectl)
+  log "building ${pkgs[*]#./cmd/} v$K8S_VERSION (the first time, about 25 minutes on 2 cores)"
+  rm -rf "$out"; mkdir -p "$out"
+  step "build-kubernetes-v$K8S_VERSION" env -C "$src" GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+    go build -v -trimpath -ldflags "-s -w $(version_ldflags)" -o "$out/" "${pkgs[@]}"
+  mkdir -p "$BIN" "$TOOLS"
+  for c in "${missing[@]}"; do mv "$out/$c" "$BIN/$c"; done
+  [ -n "$kubectl" ] && mv "$out/kubectl" "$TOOLS/kubectl"
+  rm -rf "$out"
+}
+
+# version_ldflags: what "kubectl version" and the API server's /version report;
+# the release scripts set it and a plain go build does not.
+version_ldflags() {
+  local minor=${K8S_VERSION#1.}; minor=${minor%%.*}
+  local p
+  for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    printf -- '-X %s.gitVersion=v%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean ' \
+      "$p" "$K8S_VERSION" "$p" "$p" "$minor" "$p"
   done
+}
+
+# prepare_kubernetes DIR: k8s.io/kubernetes's source from the proxy, with its
+# staging modules taken from the proxy at the matching version.
+prepare_kubernetes() {
+  local src=$1 dir
+  # The checksum database does not know this module; it comes from the proxy all the same.
+  dir=$(GOSUMDB=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -n "$dir" ] && [ -d "$dir" ] || { echo "could not download k8s.io/kubernetes@v$K8S_VERSION" >&2; return 1; }
+  rm -rf "$src"; mkdir -p "$(dirname "$src")"
+  cp -r "$dir" "$src"; chmod -R u+w "$src"
+  rm -rf "$src/vendor" "$src"/go.work*
+  sed -i -E \
+    -e 's#(k8s\.io/[A-Za-z0-9_.-]+) => \./staging/src/k8s\.io/[A-Za-z0-9_.-]+#\1 => \1 v0.'"${K8S_VERSION#1.}"'#' \
+    -e 's#(k8s\.io/[A-Za-z0-9_.-]+) v0\.0\.0$#\1 v0.'"${K8S_VERSION#1.}"'#' \
+    "$src/go.mod"
+  touch "$src/.prepared"
 }
 
 build_kwok() {
   [ -x "$BIN/kwok" ] && return
-  log "building kwok v$KWOK_VERSION"
   mkdir -p "$BIN"
-  GOBIN=$BIN CGO_ENABLED=0 go install "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION" || die "building kwok failed"
+  step "build-kwok-v$KWOK_VERSION" env GOBIN="$BIN" CGO_ENABLED=0 go install -v "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
 }
 
 # mod_dir MODULE@VERSION: download the module from the proxy, print its folder.
@@ -101,15 +132,14 @@ mod_dir() {
 
 build_tofu() {
   [ -x "$BIN/tofu" ] && return
-  log "building OpenTofu v$TOFU_VERSION (about 4 minutes on 2 cores, once)"
   # go install ...@version refuses the module (its go.mod has a replace
   # directive); building inside the downloaded module works.
   local dir
+  log "downloading OpenTofu v$TOFU_VERSION's source"
   dir=$(mod_dir "github.com/opentofu/opentofu@v$TOFU_VERSION") || exit 1
   mkdir -p "$BIN"
-  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -buildvcs=false \
-    -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$BIN/tofu.tmp" ./cmd/tofu) \
-    || die "building tofu failed"
+  step "build-opentofu-v$TOFU_VERSION" env -C "$dir" CGO_ENABLED=0 go build -v -trimpath -buildvcs=false \
+    -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$BIN/tofu.tmp" ./cmd/tofu
   mv "$BIN/tofu.tmp" "$BIN/tofu"
 }
 
@@ -123,11 +153,10 @@ build_provider() {
   tf=$MIRROR/registry.terraform.io/hashicorp/$type/$version/$platform
   tofu=$MIRROR/registry.opentofu.org/hashicorp/$type/$version/$platform
   if [ ! -x "$tf/$file" ]; then
-    log "building terraform-provider-$type v$version"
     mkdir -p "$tf"
     tmp=$(mktemp -d "$CACHE/testenv/provider.XXXXXX")
-    GOBIN=$tmp CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "$module@v$version" \
-      || { rm -rf "$tmp"; die "building terraform-provider-$type failed"; }
+    step "build-terraform-provider-$type-v$version" env GOBIN="$tmp" CGO_ENABLED=0 \
+      go install -v -trimpath -ldflags "-s -w" "$module@v$version"
     mv "$tmp/terraform-provider-$type" "$tf/$file.tmp"
     rm -rf "$tmp"
     mv "$tf/$file.tmp" "$tf/$file"
@@ -162,28 +191,23 @@ RC
 
 build_minio() {
   [ -x "$BIN/minio" ] && return
-  log "building MinIO v$MINIO_VERSION (about 5 minutes on 2 cores, once)"
   mkdir -p "$BIN"
-  GOBIN=$BIN CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "github.com/minio/minio@v$MINIO_VERSION" \
-    || die "building minio failed"
+  step "build-minio" env GOBIN="$BIN" CGO_ENABLED=0 go install -v -trimpath -ldflags "-s -w" "github.com/minio/minio@v$MINIO_VERSION"
 }
 
 build_fake_gcs() {
   [ -x "$BIN/fake-gcs-server" ] && return
-  log "building fake-gcs-server v$FAKE_GCS_VERSION"
   mkdir -p "$BIN"
-  GOBIN=$BIN CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "github.com/fsouza/fake-gcs-server@v$FAKE_GCS_VERSION" \
-    || die "building fake-gcs-server failed"
+  step "build-fake-gcs-server-v$FAKE_GCS_VERSION" env GOBIN="$BIN" CGO_ENABLED=0 \
+    go install -v -trimpath -ldflags "-s -w" "github.com/fsouza/fake-gcs-server@v$FAKE_GCS_VERSION"
 }
 
 build_azurite() {
   [ -x "$AZURITE_DIR/node_modules/.bin/azurite-blob" ] && return
-  log "installing Azurite $AZURITE_VERSION from npm"
   local tmp
   mkdir -p "$CACHE/testenv"
   tmp=$(mktemp -d "$CACHE/testenv/azurite.XXXXXX")
-  (cd "$tmp" && npm install --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >/dev/null) \
-    || { rm -rf "$tmp"; die "npm install azurite@$AZURITE_VERSION failed"; }
+  step "npm-install-azurite-$AZURITE_VERSION" env -C "$tmp" npm install --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION"
   rm -rf "$AZURITE_DIR"
   mv "$tmp" "$AZURITE_DIR"
 }
@@ -195,13 +219,11 @@ build_azurite() {
 build_octokit() {
   local stamp="openapi@$OCTOKIT_OPENAPI_VERSION webhooks-examples@$OCTOKIT_WEBHOOKS_EXAMPLES_VERSION"
   [ "$(cat "$OCTOKIT_DIR/.installed" 2>/dev/null)" = "$stamp" ] && return
-  log "installing @octokit/openapi $OCTOKIT_OPENAPI_VERSION and @octokit/webhooks-examples $OCTOKIT_WEBHOOKS_EXAMPLES_VERSION from npm"
   local tmp
   mkdir -p "$CACHE/testenv"
   tmp=$(mktemp -d "$CACHE/testenv/octokit.XXXXXX")
-  (cd "$tmp" && npm install --no-audit --no-fund --loglevel=error \
-    "@octokit/openapi@$OCTOKIT_OPENAPI_VERSION" "@octokit/webhooks-examples@$OCTOKIT_WEBHOOKS_EXAMPLES_VERSION" >/dev/null) \
-    || { rm -rf "$tmp"; die "npm install of the @octokit packages failed"; }
+  step "npm-install-octokit" env -C "$tmp" npm install --no-audit --no-fund --loglevel=error \
+    "@octokit/openapi@$OCTOKIT_OPENAPI_VERSION" "@octokit/webhooks-examples@$OCTOKIT_WEBHOOKS_EXAMPLES_VERSION"
   echo "$stamp" >"$tmp/.installed"
   rm -rf "$OCTOKIT_DIR"
   mv "$tmp" "$OCTOKIT_DIR"
@@ -233,6 +255,10 @@ print_env() {
     TF_CLI_CONFIG_FILE "$TF_CLI_CONFIG" \
     CHECKPOINT_DISABLE 1 \
     KUSIONPR_TEST_TERRAFORM_BINARIES "$(terraform_binaries)"
+  # Tests and benchmarks run kubectl from PATH.
+  if [ -x "$TOOLS/kubectl" ] && ! type -P kubectl >/dev/null; then
+    printf 'export PATH=%q:"$PATH"\n' "$TOOLS"
+  fi
   if [ -f "$OCTOKIT_DIR/.installed" ]; then
     printf 'export %s=%q\n' KUSIONPR_TEST_OCTOKIT_DIR "$OCTOKIT_DIR/node_modules/@octokit"
   fi
@@ -261,12 +287,14 @@ need_tools() {
     [ "$(id -u)" -eq 0 ] || die "openssl is missing (apt-get install openssl)"
     log "installing openssl"; (apt-get update -qq && apt-get install -y -qq openssl >/dev/null) || die "apt-get install openssl failed"
   }
-  command -v kubectl >/dev/null 2>&1 || die "kubectl is missing: the tests and the node setup use it"
   command -v go >/dev/null 2>&1 || die "go is missing: the test binaries are built from the Go module proxy"
   command -v curl >/dev/null 2>&1 || {
     [ "$(id -u)" -eq 0 ] || die "curl is missing (apt-get install curl)"
     log "installing curl"; (apt-get update -qq && apt-get install -y -qq curl >/dev/null) || die "apt-get install curl failed"
   }
+}
+
+need_npm() {
   command -v npm >/dev/null 2>&1 || {
     [ "$(id -u)" -eq 0 ] || die "node and npm are missing (apt-get install nodejs npm): Azurite needs them"
     log "installing nodejs and npm"
@@ -274,14 +302,48 @@ need_tools() {
   }
 }
 
-build() {
+# kubectl from PATH, else the one built with the cluster.
+kubectl() {
+  if [ -x "$TOOLS/kubectl" ] && ! type -P kubectl >/dev/null; then "$TOOLS/kubectl" "$@"; else command kubectl "$@"; fi
+}
+
+# kill_tree PID: PID and every process under it (a go build's compilers).
+kill_tree() {
+  local c
+  for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+  kill "$1" 2>/dev/null || true
+}
+
+build_cluster() {
   need_tools
   need_etcd
   build_kubernetes
   build_kwok
+}
+
+build_rest() {
+  need_tools
+  need_npm
   build_terraform
   build_storage
   build_octokit
+}
+
+# build: the cluster's binaries and the rest at once. Each go build already
+# uses every core; running two side by side fills the gaps (module downloads,
+# single-threaded links, npm).
+build() {
+  # Package installs first: apt-get takes one lock.
+  need_tools
+  need_npm
+  need_etcd
+  local pid
+  build_cluster &
+  pid=$!
+  trap 'kill_tree '"$pid" EXIT
+  build_rest
+  wait "$pid" || die "building the cluster failed (its lines are above)"
+  trap - EXIT
 }
 
 free_port() {
@@ -338,16 +400,39 @@ start_storage() {
   log "object stores ready: S3 127.0.0.1:$p_s3, GCS 127.0.0.1:$p_gcs, Azure Blob 127.0.0.1:$p_azure"
 }
 
+node_ready() {
+  [ "$(kubectl --kubeconfig "$1" get node kwok-node-0 -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+cluster_running() { running && kubectl --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz >/dev/null 2>&1; }
+
+# start: the cluster, OpenTofu with its providers, the object stores and
+# GitHub's payloads; what is already running is kept.
 start() {
-  if running && kubectl --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz >/dev/null 2>&1; then
-    # The cluster may predate the Terraform tools; cached, this takes no time.
-    need_tools; build_terraform; build_octokit
-    # ... and the object stores: they join the running cluster.
-    if ! storage_ready; then build_storage; start_storage; fi
+  if cluster_running; then
+    # The cluster may have been started alone (make demo); cached, this takes no time.
+    build_rest
+    if ! storage_ready; then start_storage; fi
     log "already running ($KUBECONFIG_OUT)"; return
   fi
-  stop >/dev/null 2>&1 || true
   build
+  launch_cluster
+  start_storage
+  log "ready: KUBECONFIG=$KUBECONFIG_OUT"
+}
+
+# start_cluster: the cluster alone, building only what it needs.
+start_cluster() {
+  if cluster_running; then log "already running ($KUBECONFIG_OUT)"; return; fi
+  build_cluster
+  launch_cluster
+  log "ready: KUBECONFIG=$KUBECONFIG_OUT"
+}
+
+# launch_cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+# and kwok with one node, from the built binaries, in a fresh $RUN.
+launch_cluster() {
+  stop >/dev/null 2>&1 || true
   rm -rf "$RUN"; mkdir -p "$RUN/certs"
   local p_etcd p_peer p_api p_kcm p_sched p_kwok
   p_etcd=$(free_port); p_peer=$(free_port); p_api=$(free_port); p_kcm=$(free_port); p_sched=$(free_port); p_kwok=$(free_port)
@@ -436,12 +521,10 @@ NODE
   # The node lifecycle controller that would lift this taint is off.
   wait_for "node taint" 30 kubectl --kubeconfig "$K" get node kwok-node-0 -o name
   kubectl --kubeconfig "$K" taint node kwok-node-0 node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
-  wait_for "kwok node Ready" 60 sh -c "kubectl --kubeconfig '$K' get node kwok-node-0 -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -q True"
+  wait_for "kwok node Ready" 60 node_ready "$K"
   kubectl --kubeconfig "$K" taint node kwok-node-0 node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
   # The default ServiceAccount is created by a controller; pods need it.
   wait_for "default service account" 60 kubectl --kubeconfig "$K" get serviceaccount default -n default
-  start_storage
-  log "ready: KUBECONFIG=$K"
 }
 
 stop() {
@@ -457,7 +540,8 @@ stop() {
 case "${1:-}" in
   build) build ;;
   start) start ;;
+  start-cluster) start_cluster ;;
   stop) stop ;;
   env) print_env ;;
-  *) echo "usage: $0 build|start|stop|env" >&2; exit 2 ;;
+  *) echo "usage: $0 build|start|start-cluster|stop|env" >&2; exit 2 ;;
 esac
