@@ -122,6 +122,21 @@ func (p *Preview) HasChanges() bool {
 	return s.Create+s.Update+s.Delete > 0
 }
 
+// Settled reports whether an apply of p would neither change anything nor
+// record anything its prior release does not say already: every resource
+// previewed, unchanged, with no change of its spec and no drift. A spec
+// change the live objects already match, or drift in fields the spec does
+// not own, is not settled: a release records the new spec or the live
+// state.
+func (p *Preview) Settled() bool {
+	for _, st := range p.Steps() {
+		if st.Action != UnChanged || st.Error != "" || len(st.SpecChanges) > 0 || len(st.Drift) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Steps returns the steps in walk order.
 func (p *Preview) Steps() []*Step {
 	out := make([]*Step, 0, len(p.StepKeys))
