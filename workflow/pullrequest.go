@@ -288,6 +288,8 @@ func (c *Change) title(so *StackOutcome) string {
 		return "preview failed: " + firstLine(so.Err.Error())
 	case so.Err != nil:
 		return c.kind() + " failed: " + firstLine(so.Err.Error())
+	case so.Run != nil && so.Run.Unchanged && c.Command != Preview:
+		return "nothing to " + string(c.Command) + ", no release written: " + t
 	case so.Run != nil && so.Run.Release != nil && c.Command != Preview:
 		return fmt.Sprintf("release %d %s: %s", so.Run.Release.Revision, so.Run.Release.Phase, t)
 	}

@@ -138,6 +138,10 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		}
 		os.Setenv("KUBECONFIG", path)
 	}
+	if opts.RecordUnchanged, err = strconv.ParseBool(cmp.Or(in("record-unchanged"), "false")); err != nil {
+		ga.Errorf("input record-unchanged: %q is not true or false", in("record-unchanged"))
+		return 2
+	}
 	maxParallel, _ := strconv.Atoi(in("max-parallel"))
 
 	change := &workflow.Change{
