@@ -229,18 +229,57 @@ func newFlags(stderr io.Writer) *flag.FlagSet {
 
 // printRun writes the preview (if there is one) and the error of a run.
 func printRun(stdout, stderr io.Writer, r *report.Renderer, f report.Format, run *workflow.Run) int {
-	code := 0
+	code, rendered := 0, false
 	if run.Preview != nil {
 		if err := r.Render(stdout, f, run.Preview, run.Err); err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 			code = 1
+		} else {
+			rendered = true
 		}
 	}
 	if run.Err != nil {
-		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
+		fmt.Fprintf(stderr, "error: %s\n", runError(run, f, rendered))
 		code = 1
 	}
 	return code
+}
+
+// listedIn says where each format shows the resources that could not be
+// previewed, with their errors.
+var listedIn = map[report.Format]string{
+	report.Text:     "listed above",
+	report.JSON:     `each with its "error" in the JSON output`,
+	report.Markdown: "listed under Not previewed in the Markdown output",
+}
+
+// runError is the run's error as stderr shows it. The preview on stdout
+// lists each resource that could not be previewed with its error; those
+// lines are not repeated, stderr says how many and where they are, so a
+// reader meets each error once (and one piping stdout to a file still
+// learns why the command failed).
+func runError(run *workflow.Run, f report.Format, rendered bool) string {
+	msg := model.MaskFingerprints(run.Err.Error())
+	if !rendered || run.Preview == nil || !run.Preview.Incomplete() {
+		return msg
+	}
+	listed := model.MaskFingerprints(run.Preview.Err().Error())
+	if !strings.Contains(msg, listed) {
+		return msg
+	}
+	s := run.Preview.Summary()
+	count := fmt.Sprintf("%d of %d resource%s could not be previewed (%s)", s.Errors, s.Total(), plural(s.Total()), listedIn[f])
+	if msg == listed {
+		return "preview incomplete: " + count
+	}
+	return strings.Replace(msg, listed, count, 1)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // unchangedLine tells that an apply or destroy had nothing to change and
