@@ -225,6 +225,7 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func
 		ga.SetOutput(name, redact(string(b)))
 	}
 	ga.SetOutput("changed", strconv.FormatBool(out.Changed))
+	ga.SetOutput("complete", strconv.FormatBool(out.Complete))
 	setJSON("stacks", stacks)
 	setJSON("summary", summary)
 	setJSON("comment-urls", urls)
