@@ -257,6 +257,9 @@ func TestPullRequestPreview(t *testing.T) {
 	if run.code == 0 {
 		t.Errorf("action succeeded with a broken stack")
 	}
+	if run.outputs["changed"] != "true" || run.outputs["complete"] != "false" {
+		t.Errorf("with a stack not previewed at all: outputs changed = %q, complete = %q; want true and false", run.outputs["changed"], run.outputs["complete"])
+	}
 	comments = gh.Comments(o, r, number)
 	if len(comments) != 3 {
 		t.Fatalf("%d comments after the second push, want 3", len(comments))
