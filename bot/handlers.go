@@ -251,6 +251,12 @@ func (b *Bot) run(ctx context.Context, j job) {
 			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}
 	opts.TerraformProviders, opts.TerraformEnv = b.cfg.TerraformProviders, b.cfg.TerraformEnv
 	opts.TerraformProviderSettings = b.cfg.TerraformProviderSettings
+	// The bot records every apply, changed or not: the release is what
+	// mergeSkip reads to keep merges in order and to know a merge done.
+	// Unrecorded, a no-op merge B would let an older merge A delivered
+	// after it apply A's spec over B's, and every recovery pass would
+	// apply B again.
+	opts.RecordUnchanged = true
 	if j.afterMerge {
 		opts.Skip = mergeSkip(ref, j.mergedAt, j.recovering)
 	}

@@ -23,6 +23,12 @@ type ApplyOptions struct {
 	// stack is taken, atomically with taking it (the store must offer
 	// BeginIf); its error ends the operation before anything is written.
 	Precondition func(latest *model.Release) error
+	// SkipUnchanged writes no release when the stack is settled (see
+	// Preview.Settled) after a release that succeeded: a release that
+	// repeats its predecessor is noise in the history, and a scheduled
+	// apply would add one every run. The plan is made before the stack is
+	// taken, and reused under the slot when no release came in between.
+	SkipUnchanged bool
 }
 
 // conditionalStore takes a stack only if a precondition on its latest
@@ -39,6 +45,9 @@ type Result struct {
 	Release *model.Release
 	// Failed holds the resources that did not reach their planned state, with why.
 	Failed map[string]error
+	// Unchanged: there was nothing to change and, as ApplyOptions.SkipUnchanged
+	// asked, no release was written (Release is nil).
+	Unchanged bool
 }
 
 // Apply makes the live objects match st.Spec and records it as a new release.
@@ -75,6 +84,21 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read latest release: %w", verb, st.Stack, err)
 	}
+	var early *Preview
+	if opts.SkipUnchanged && (latest == nil || latest.Phase == model.PhaseSucceeded) {
+		// A running or failed latest release is not settled whatever the
+		// objects say: the run goes on to take the stack (and be told who
+		// holds it) or to record a release that ends well.
+		p, err := e.preview(ctx, st, latest)
+		if err == nil && p.Settled() {
+			e.logger().Info(verb+": nothing to change; no release written", "project", st.Project, "workspace", st.Workspace, "stack", st.Stack)
+			return &Result{Preview: p, Unchanged: true}, nil
+		}
+		if err == nil {
+			early = p
+		}
+	}
+
 	now := e.now()
 	rel := &model.Release{
 		Project: st.Project, Workspace: st.Workspace, Stack: st.Stack,
@@ -134,7 +158,10 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		return res, nil
 	}
 
-	p, err := e.preview(ctx, st, prior)
+	p := early
+	if p == nil || !sameRevision(prior, latest) {
+		p, err = e.preview(ctx, st, prior)
+	}
 	res.Preview = p
 	if err != nil {
 		return finish(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/kusionpr/kusionpr/engine/graph"
@@ -120,6 +121,21 @@ func failed(id string, err string) *Step {
 func (p *Preview) HasChanges() bool {
 	s := p.Summary()
 	return s.Create+s.Update+s.Delete > 0
+}
+
+// Settled reports whether an apply of p would neither change anything nor
+// record anything its prior release does not say already: every resource
+// previewed, unchanged, with no change of its spec and no drift. A spec
+// change the live objects already match, or drift in fields the spec does
+// not own, is not settled: a release records the new spec or the live
+// state.
+func (p *Preview) Settled() bool {
+	for _, st := range p.Steps() {
+		if st.Action != UnChanged || st.Error != "" || len(st.SpecChanges) > 0 || len(st.Drift) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Steps returns the steps in walk order.
@@ -265,8 +281,43 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 			p.ChangeSteps[deletions[i].ID] = deletions[i]
 		}
 	}
+	sameErrorOnce(p)
 	return p, nil
 }
+
+// sameErrorOnce keeps a long error shown once: a resource whose error is
+// word for word an earlier one's, or part of it (every read fails alike
+// when the cluster cannot be reached, and such an error names no
+// resource, while the first resource's wraps it with its own id) points
+// to that resource instead of repeating it.
+func sameErrorOnce(p *Preview) {
+	type shown struct{ id, err string }
+	var earlier []shown
+	for _, id := range p.StepKeys {
+		st := p.ChangeSteps[id]
+		if st.Error == "" {
+			continue
+		}
+		repeated := ""
+		if len(st.Error) >= minRepeated {
+			for _, e := range earlier {
+				if strings.Contains(e.err, st.Error) {
+					repeated = e.id
+					break
+				}
+			}
+		}
+		if repeated != "" {
+			st.Error = fmt.Sprintf("%s: not previewed: the error shown for %s", id, repeated)
+			continue
+		}
+		earlier = append(earlier, shown{id, st.Error})
+	}
+}
+
+// minRepeated is the shortest error sameErrorOnce replaces: a short one
+// ("not found") costs less to repeat than to point to.
+const minRepeated = 40
 
 // previewDeletion reads the live object of r, which the spec no longer has.
 func (e *Engine) previewDeletion(ctx context.Context, r model.Resource, priorRevision uint64) *Step {

@@ -73,8 +73,15 @@ type StackOutcome struct {
 // Outcome is what a Change did.
 type Outcome struct {
 	Stacks []*StackOutcome
-	// Changed: some stack has something to create, update or delete.
+	// Changed: some stack has something to create, update or delete, or a
+	// change cannot be ruled out because a preview is not Complete. A
+	// workflow that gates on "nothing changes" (skip a review, merge by
+	// itself) must not read an unknown as a no: it fails closed.
 	Changed bool
+	// Complete: every touched stack was previewed in full; false when a
+	// resource could not be previewed or a stack got no preview at all (a
+	// bad spec, no store). Changed && Complete is "known changes".
+	Complete bool
 	// Failed: some stack could not be previewed, applied or reported.
 	Failed bool
 }
@@ -119,6 +126,7 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	wg.Wait()
 
 	current := map[string]bool{}
+	out.Complete = true
 	for _, so := range out.Stacks {
 		current[c.key(so.Dir)] = true
 		if so.Err != nil {
@@ -127,6 +135,12 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 		if so.Summary.Create+so.Summary.Update+so.Summary.Delete > 0 {
 			out.Changed = true
 		}
+		if so.Summary.Errors > 0 || (so.Err != nil && (so.Run == nil || so.Run.Preview == nil)) {
+			out.Complete = false
+		}
+	}
+	if !out.Complete {
+		out.Changed = true
 	}
 	if c.Command == Preview && c.Number > 0 && c.Comment != "never" {
 		why := "this pull request no longer changes this stack"
@@ -288,6 +302,8 @@ func (c *Change) title(so *StackOutcome) string {
 		return "preview failed: " + firstLine(so.Err.Error())
 	case so.Err != nil:
 		return c.kind() + " failed: " + firstLine(so.Err.Error())
+	case so.Run != nil && so.Run.Unchanged && c.Command != Preview:
+		return "nothing to " + string(c.Command) + ", no release written: " + t
 	case so.Run != nil && so.Run.Release != nil && c.Command != Preview:
 		return fmt.Sprintf("release %d %s: %s", so.Run.Release.Revision, so.Run.Release.Phase, t)
 	}

@@ -55,6 +55,11 @@ type Options struct {
 	ForceConflicts bool
 	DryRun         bool
 	NoWatch        bool
+	// RecordUnchanged writes a release for an apply or destroy that has
+	// nothing to change, as an audit trail of every run; by default such a
+	// run writes none (engine.ApplyOptions.SkipUnchanged) and Run.Unchanged
+	// says so.
+	RecordUnchanged bool
 	// TerraformBinary is the terraform or tofu executable; default terraform,
 	// then tofu, on PATH.
 	TerraformBinary string
@@ -114,7 +119,10 @@ type Run struct {
 	Store string
 	// Skipped is why Options.Skip skipped the stack.
 	Skipped string
-	Err     error
+	// Unchanged: the apply or destroy had nothing to change and wrote no
+	// release (Options.RecordUnchanged is off).
+	Unchanged bool
+	Err       error
 }
 
 func terraformConfig(opts Options) terraform.Config {
@@ -211,7 +219,7 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 		}
 		eng.Runtimes = map[model.ResourceType]engine.Runtime{model.Kubernetes: offline{}, model.Terraform: offline{}}
 	}
-	applyOpts := engine.ApplyOptions{DryRun: opts.DryRun, NoWatch: opts.NoWatch}
+	applyOpts := engine.ApplyOptions{DryRun: opts.DryRun, NoWatch: opts.NoWatch, SkipUnchanged: !opts.RecordUnchanged}
 	if opts.Skip != nil {
 		// Asked again when the stack is taken, atomically with it: another
 		// run may have done (or outdated) this one since the check above.
@@ -241,7 +249,7 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 			run.Skipped, run.Err, res = sk.why, nil, nil
 		}
 		if res != nil {
-			run.Preview, run.Release = res.Preview, res.Release
+			run.Preview, run.Release, run.Unchanged = res.Preview, res.Release, res.Unchanged
 		}
 	}
 	if run.Preview != nil {

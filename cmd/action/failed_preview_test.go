@@ -101,8 +101,10 @@ func TestUnreachableClusterPreviewIsIncomplete(t *testing.T) {
 			t.Errorf("output summary %s = %d, want %d (%s)", k, got, v, run.outputs["summary"])
 		}
 	}
-	if run.outputs["changed"] != "false" {
-		t.Errorf("output changed = %q, want false: nothing known to change", run.outputs["changed"])
+	// Nothing is known to change, but nothing was previewed: a workflow
+	// gating on changed == 'false' (skip the review) must not pass.
+	if run.outputs["changed"] != "true" || run.outputs["complete"] != "false" {
+		t.Errorf("outputs changed = %q, complete = %q; want true (a change cannot be ruled out) and false", run.outputs["changed"], run.outputs["complete"])
 	}
 	if !strings.Contains(run.stdout, "0 unchanged, 0 drifted, 3 failed") {
 		t.Errorf("the log does not count the failures:\n%s", run.stdout)
@@ -197,6 +199,9 @@ func TestOneFailingResourceOfFive(t *testing.T) {
 	}
 	if s := summary["apps/web/dev"]; s["Create"] != 4 || s["Unchanged"] != 0 || s["Errors"] != 1 {
 		t.Errorf("output summary %v, want 4 Create, 0 Unchanged, 1 Errors", s)
+	}
+	if run.outputs["changed"] != "true" || run.outputs["complete"] != "false" {
+		t.Errorf("outputs changed = %q, complete = %q; want true and false", run.outputs["changed"], run.outputs["complete"])
 	}
 	if ck := gh.CheckRuns(o, r); len(ck) != 1 || !strings.HasPrefix(ck[0].Title, "preview incomplete, 1 of 5 resources failed: ") {
 		t.Errorf("check runs %+v: want one titled as incomplete", ck)

@@ -138,6 +138,10 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		}
 		os.Setenv("KUBECONFIG", path)
 	}
+	if opts.RecordUnchanged, err = strconv.ParseBool(cmp.Or(in("record-unchanged"), "false")); err != nil {
+		ga.Errorf("input record-unchanged: %q is not true or false", in("record-unchanged"))
+		return 2
+	}
 	maxParallel, _ := strconv.Atoi(in("max-parallel"))
 
 	change := &workflow.Change{
@@ -221,6 +225,7 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func
 		ga.SetOutput(name, redact(string(b)))
 	}
 	ga.SetOutput("changed", strconv.FormatBool(out.Changed))
+	ga.SetOutput("complete", strconv.FormatBool(out.Complete))
 	setJSON("stacks", stacks)
 	setJSON("summary", summary)
 	setJSON("comment-urls", urls)

@@ -219,8 +219,8 @@ func TestPullRequestPreview(t *testing.T) {
 	if _, ok := first["apps/api/dev"]; !ok {
 		t.Errorf("no comment for apps/api/dev: %v", first)
 	}
-	if run.outputs["changed"] != "true" {
-		t.Errorf("output changed = %q", run.outputs["changed"])
+	if run.outputs["changed"] != "true" || run.outputs["complete"] != "true" {
+		t.Errorf("outputs changed = %q, complete = %q; want both true", run.outputs["changed"], run.outputs["complete"])
 	}
 	var stacks []string
 	if err := json.Unmarshal([]byte(run.outputs["stacks"]), &stacks); err != nil || len(stacks) != 2 {
@@ -256,6 +256,9 @@ func TestPullRequestPreview(t *testing.T) {
 	all = append(all, run)
 	if run.code == 0 {
 		t.Errorf("action succeeded with a broken stack")
+	}
+	if run.outputs["changed"] != "true" || run.outputs["complete"] != "false" {
+		t.Errorf("with a stack not previewed at all: outputs changed = %q, complete = %q; want true and false", run.outputs["changed"], run.outputs["complete"])
 	}
 	comments = gh.Comments(o, r, number)
 	if len(comments) != 3 {
@@ -355,6 +358,39 @@ func TestApplyOnPush(t *testing.T) {
 	}
 	if strings.Contains(comments[0].Body+run.stdout+run.stderr+run.summary, repo.secret) {
 		t.Errorf("the Secret's value appears in the apply's report")
+	}
+
+	// The same push applied again (a re-run of the job): nothing to
+	// change, no release written, and the outputs and the check say so;
+	// record-unchanged writes one.
+	for _, again := range []struct {
+		record        string
+		wantReleases  int
+		wantTitlePart string
+	}{
+		{"", 1, "nothing to apply, no release written: 0 to create"},
+		{"true", 2, "release 2 succeeded: 0 to create"},
+	} {
+		run := runAction(t, gh, repo.root, "push", ev, map[string]string{
+			"KUBECONFIG": env["KUBECONFIG"], "INPUT_BACKEND": env["INPUT_BACKEND"], "INPUT_COMMAND": "apply", "GITHUB_SHA": sha,
+			"INPUT_RECORD-UNCHANGED": again.record,
+		})
+		if run.code != 0 {
+			t.Fatalf("apply again (record-unchanged %q) exited %d\n%s", again.record, run.code, run.stderr)
+		}
+		if n := len(releases(t, env["INPUT_BACKEND"], "web")); n != again.wantReleases {
+			t.Errorf("record-unchanged %q: %d releases, want %d", again.record, n, again.wantReleases)
+		}
+		if run.outputs["changed"] != "false" || run.outputs["complete"] != "true" {
+			t.Errorf("record-unchanged %q: outputs changed = %q, complete = %q; want false and true", again.record, run.outputs["changed"], run.outputs["complete"])
+		}
+		titles := ""
+		for _, ck := range gh.CheckRuns(o, r) {
+			titles += ck.Title + "\n"
+		}
+		if !strings.Contains(titles, again.wantTitlePart) {
+			t.Errorf("record-unchanged %q: no check titled %q:\n%s", again.record, again.wantTitlePart, titles)
+		}
 	}
 }
 

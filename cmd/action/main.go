@@ -31,6 +31,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kusionpr/kusionpr/backend"
+	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/engine/spec"
 	"github.com/kusionpr/kusionpr/model"
@@ -140,6 +141,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		parallelism = fs.Int("parallelism", 10, "resources worked on at once")
 		force       = fs.Bool("force-conflicts", true, "on apply, take over fields another field manager owns")
 		noWatch     = fs.Bool("no-watch", false, "do not wait for applied resources to become ready")
+		record      = fs.Bool("record-unchanged", false, "on apply or destroy, write a release even when there is nothing to change (an audit trail of every run)")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		tfBinary    = fs.String("terraform-binary", os.Getenv("KUSIONPR_TERRAFORM_BINARY"), "terraform or tofu executable (default terraform, then tofu, on PATH; env KUSIONPR_TERRAFORM_BINARY)")
 		ignore      = fs.String("ignore-fields", "", "comma-separated attribute paths no comparison counts (fields a controller or webhook owns)")
@@ -172,7 +174,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	opts := workflow.Options{
 		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism,
-		ForceConflicts: *force, NoWatch: *noWatch, Logger: log, Origin: localOrigin(string(cmd)),
+		ForceConflicts: *force, NoWatch: *noWatch, RecordUnchanged: *record, Logger: log, Origin: localOrigin(string(cmd)),
 		TerraformBinary: *tfBinary, TerraformCache: *tfCache, Lease: *lease,
 		IgnoreFields: list(*ignore), CheckoutRoot: repositoryRoot(*stack),
 	}
@@ -189,8 +191,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if code := printRun(stdout, stderr, renderer, format, r); code != 0 || r.Preview == nil {
 			return code
 		}
-		if !r.Preview.HasChanges() {
-			fmt.Fprintln(stderr, "Nothing to do.")
+		if r.Preview.Settled() && !*record {
+			// As apply --yes would: nothing is asked, nothing written.
+			fmt.Fprintln(stderr, unchangedLine(cmd, r.Preview))
 			return 0
 		}
 		ok, err := confirm(stdin, stderr, cmd)
@@ -204,14 +207,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		opts.DryRun = false
 		r = workflow.RunStack(ctx, cmd, *stack, opts)
-		return printRelease(stderr, r, false)
+		return printRelease(stderr, cmd, r, false)
 	}
 	opts.DryRun = *dryRun
 	r := workflow.RunStack(ctx, cmd, *stack, opts)
 	code := printRun(stdout, stderr, renderer, format, r)
 	if cmd != workflow.Preview && !*dryRun {
 		// printRun has shown the run's error: once is enough.
-		if c := printRelease(stderr, r, true); c != 0 {
+		if c := printRelease(stderr, cmd, r, true); c != 0 {
 			code = c
 		}
 	}
@@ -226,23 +229,76 @@ func newFlags(stderr io.Writer) *flag.FlagSet {
 
 // printRun writes the preview (if there is one) and the error of a run.
 func printRun(stdout, stderr io.Writer, r *report.Renderer, f report.Format, run *workflow.Run) int {
-	code := 0
+	code, rendered := 0, false
 	if run.Preview != nil {
 		if err := r.Render(stdout, f, run.Preview, run.Err); err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 			code = 1
+		} else {
+			rendered = true
 		}
 	}
 	if run.Err != nil {
-		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(run.Err.Error()))
+		fmt.Fprintf(stderr, "error: %s\n", runError(run, f, rendered))
 		code = 1
 	}
 	return code
 }
 
+// listedIn says where each format shows the resources that could not be
+// previewed, with their errors.
+var listedIn = map[report.Format]string{
+	report.Text:     "listed above",
+	report.JSON:     `each with its "error" in the JSON output`,
+	report.Markdown: "listed under Not previewed in the Markdown output",
+}
+
+// runError is the run's error as stderr shows it. The preview on stdout
+// lists each resource that could not be previewed with its error; those
+// lines are not repeated, stderr says how many and where they are, so a
+// reader meets each error once (and one piping stdout to a file still
+// learns why the command failed).
+func runError(run *workflow.Run, f report.Format, rendered bool) string {
+	msg := model.MaskFingerprints(run.Err.Error())
+	if !rendered || run.Preview == nil || !run.Preview.Incomplete() {
+		return msg
+	}
+	listed := model.MaskFingerprints(run.Preview.Err().Error())
+	if !strings.Contains(msg, listed) {
+		return msg
+	}
+	s := run.Preview.Summary()
+	count := fmt.Sprintf("%d of %d resource%s could not be previewed (%s)", s.Errors, s.Total(), plural(s.Total()), listedIn[f])
+	if msg == listed {
+		return "preview incomplete: " + count
+	}
+	return strings.Replace(msg, listed, count, 1)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// unchangedLine tells that an apply or destroy had nothing to change and
+// wrote no release, and how to have one written.
+func unchangedLine(cmd workflow.Command, p *engine.Preview) string {
+	since := ""
+	if p.PriorRevision > 0 {
+		since = fmt.Sprintf(", as release %d left it", p.PriorRevision)
+	}
+	return fmt.Sprintf("Nothing to %s in stack %s (%s/%s)%s: no release written (--record-unchanged writes one).",
+		cmd, p.Stack, p.Project, p.Workspace, since)
+}
+
 // printRelease says where the release went and how it ended, and the
 // run's error unless errShown (printRun wrote it already).
-func printRelease(stderr io.Writer, run *workflow.Run, errShown bool) int {
+func printRelease(stderr io.Writer, cmd workflow.Command, run *workflow.Run, errShown bool) int {
+	if run.Unchanged && run.Preview != nil {
+		fmt.Fprintln(stderr, unchangedLine(cmd, run.Preview))
+	}
 	if rel := run.Release; rel != nil {
 		fmt.Fprintf(stderr, "Release %d of %s/%s (stack %s): %s, saved in %s under releases/%s/%s/%d.yaml\n",
 			rel.Revision, rel.Project, rel.Workspace, rel.Stack, rel.Phase, run.Store, rel.Project, rel.Workspace, rel.Revision)

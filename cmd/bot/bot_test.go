@@ -727,3 +727,53 @@ func TestUnlockAndForkPreview(t *testing.T) {
 		t.Errorf("the fork's stack reached the cluster: %s", out)
 	}
 }
+
+// TestNoChangeMergeIsRecorded: the bot records a merge that changes nothing
+// (unlike the action's default), because its merge order rests on the
+// releases. #31 sets "x"; #32 sets "y"; #33, merged after #32, sets "x"
+// again. Delivered #31, #33, #32: #33 changes nothing but must be
+// recorded, or #32, older, arrives to a stack whose latest release is
+// #31's and applies "y" over the newest merge.
+func TestNoChangeMergeIsRecorded(t *testing.T) {
+	w := newWorld(t)
+	base := time.Now().Add(-time.Minute).Truncate(time.Second)
+	type merge struct {
+		number int
+		value  string
+		at     time.Time
+	}
+	merges := []merge{{31, "x", base}, {32, "y", base.Add(time.Second)}, {33, "x", base.Add(2 * time.Second)}}
+	events := map[int]map[string]any{}
+	for _, m := range merges {
+		head, sha := fmt.Sprintf("%040x", 0xe000+m.number), fmt.Sprintf("%040x", 0xf000+m.number)
+		w.setConfigValue(m.value)
+		w.pullRequest(m.number, head)
+		w.gh.SetTree(w.owner, w.repo, sha, w.tree)
+		w.gh.MergePullRequestAt(w.owner, w.repo, m.number, sha, m.at)
+		events[m.number] = w.mergeEvent(m.number, sha, m.at)
+	}
+	reported := func(number int) func() bool {
+		return func() bool {
+			return w.commentsContaining(number, "Applied stack")+w.commentsContaining(number, "Preview of stack")+w.commentsContaining(number, "Not applied") == 1
+		}
+	}
+	for _, number := range []int{31, 33, 32} {
+		if resp := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", events[number]); resp.Status != http.StatusAccepted {
+			t.Fatalf("#%d's delivery answered %d: %s", number, resp.Status, resp.Body)
+		}
+		w.waitFor(fmt.Sprintf("#%d's report", number), reported(number))
+	}
+	if w.commentsContaining(33, "Applied stack") != 1 {
+		t.Errorf("#33, which changes nothing, was not reported as applied: %+v", w.gh.Comments(w.owner, w.repo, 33))
+	}
+	rels := w.releases(w.store())
+	if len(rels) != 2 || rels[1].Origin == nil || rels[1].Origin.PullRequest != 33 {
+		t.Errorf("%d releases, want #31's and #33's", len(rels))
+	}
+	if w.commentsContaining(32, "Not applied") != 1 {
+		t.Errorf("#32, older than the applied #33, was not refused: %+v", w.gh.Comments(w.owner, w.repo, 32))
+	}
+	if got := kubectlGet(t, w.ns); got != "x" {
+		t.Errorf("the cluster holds %q, want the newest merge's %q", got, "x")
+	}
+}
