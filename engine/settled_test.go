@@ -91,3 +91,27 @@ func TestSkipUnchangedWritesNoRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestSkipUnchangedRecordsAdoption: the first apply of objects that already
+// exist as the spec has them changes nothing live, yet it is recorded: the
+// release is what later previews, destroys and the project's ownership know
+// those objects by.
+func TestSkipUnchangedRecordsAdoption(t *testing.T) {
+	ctx := context.Background()
+	e, f, store := setup(t)
+	st := stack(res("a", map[string]any{"size": 1}))
+	if _, err := f.Apply(ctx, nil, st.Spec.Resources[0], false); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Apply(ctx, st, engine.ApplyOptions{SkipUnchanged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs, err := store.Revisions(ctx, "p", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(revs) != 1 || res.Release == nil || res.Unchanged {
+		t.Errorf("first apply of existing objects: %d releases, release %v, unchanged %v; want it recorded", len(revs), res.Release != nil, res.Unchanged)
+	}
+}
