@@ -33,11 +33,11 @@ type Waiting struct {
 
 // String is the line a person reads in a terminal:
 //
-//	waiting for v1:PersistentVolumeClaim:ns:data (12s of 5m): Pending, not yet bound to a volume; last warning: ProvisioningFailed: ...
+//	Waiting for v1:PersistentVolumeClaim:ns:data (12s of 5m): Pending, not yet bound to a volume; last warning: ProvisioningFailed: ...
 func (w Waiting) String() string {
-	verb := "waiting for"
+	verb := "Waiting for"
 	if w.Gone {
-		verb = "waiting for deleted"
+		verb = "Waiting for deleted"
 	}
 	s := fmt.Sprintf("%s %s (%s of %s): %s", verb, w.ID, shortDuration(w.Waited.Round(time.Second)), shortDuration(w.Timeout), w.Reason)
 	if w.Warning != "" {
@@ -95,7 +95,9 @@ type nsWarnings struct {
 // maxEvents bounds one list: a namespace's warnings are kept an hour.
 const maxEvents = 500
 
-func (r *Runtime) warning(ctx context.Context, obj map[string]any, since time.Time) string {
+// warning is the latest Warning event about obj since its wait began,
+// listed again if the namespace's list is older than maxAge.
+func (r *Runtime) warning(ctx context.Context, obj map[string]any, since time.Time, maxAge time.Duration) string {
 	ns := str(obj, "metadata", "namespace")
 	if ns == "" {
 		return "" // cluster-scoped: its events land in any namespace
@@ -113,7 +115,7 @@ func (r *Runtime) warning(ctx context.Context, obj map[string]any, since time.Ti
 
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if time.Since(n.at) >= r.cfg.ProgressInterval/2 {
+	if time.Since(n.at) >= maxAge {
 		n.at, n.events = time.Now(), nil
 		list, err := r.dynamic.Resource(eventsGVR).Namespace(ns).List(ctx, metav1.ListOptions{FieldSelector: "type=Warning", Limit: maxEvents})
 		if err != nil {

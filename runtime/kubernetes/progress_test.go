@@ -74,11 +74,11 @@ func TestWaitingString(t *testing.T) {
 		want string
 	}{
 		{Waiting{ID: "apps/v1:Deployment:ns:web", Reason: "1/2 replicas available", Waited: 12400 * time.Millisecond, Timeout: 5 * time.Minute},
-			"waiting for apps/v1:Deployment:ns:web (12s of 5m): 1/2 replicas available"},
+			"Waiting for apps/v1:Deployment:ns:web (12s of 5m): 1/2 replicas available"},
 		{Waiting{ID: "v1:PersistentVolumeClaim:ns:data", Reason: "Pending, not yet bound to a volume", Warning: "ProvisioningFailed: no class", Waited: 3 * time.Second, Timeout: 90 * time.Second},
-			"waiting for v1:PersistentVolumeClaim:ns:data (3s of 1m30s): Pending, not yet bound to a volume; last warning: ProvisioningFailed: no class"},
+			"Waiting for v1:PersistentVolumeClaim:ns:data (3s of 1m30s): Pending, not yet bound to a volume; last warning: ProvisioningFailed: no class"},
 		{Waiting{ID: "v1:Namespace:old", Gone: true, Reason: "still present (finalizers: kubernetes)", Waited: time.Second, Timeout: 3 * time.Second},
-			"waiting for deleted v1:Namespace:old (1s of 3s): still present (finalizers: kubernetes)"},
+			"Waiting for deleted v1:Namespace:old (1s of 3s): still present (finalizers: kubernetes)"},
 	}
 	for _, tt := range tests {
 		if got := tt.w.String(); got != tt.want {
@@ -155,9 +155,10 @@ func TestPollProgress(t *testing.T) {
 				t.Errorf("line %+v", l)
 			}
 		}
-		// Two lines and the error within half an interval: one list.
-		if n := eventLists(dyn); n != 1 {
-			t.Errorf("%d event lists, want 1", n)
+		// The two lines share one list (within half an interval of each
+		// other); the error, over a second after it, lists again.
+		if n := eventLists(dyn); n != 2 {
+			t.Errorf("%d event lists, want 2", n)
 		}
 	})
 
@@ -198,7 +199,7 @@ func TestPollProgress(t *testing.T) {
 		if err == nil || err.Error() != "not gone after 300ms: still present (finalizers: kubernetes)" {
 			t.Errorf("error %v", err)
 		}
-		if len(rec.lines) == 0 || !rec.lines[0].Gone || rec.lines[0].String() != "waiting for deleted v1:Namespace:old (0s of 300ms): still present (finalizers: kubernetes)" {
+		if len(rec.lines) == 0 || !rec.lines[0].Gone || rec.lines[0].String() != "Waiting for deleted v1:Namespace:old (0s of 300ms): still present (finalizers: kubernetes)" {
 			t.Errorf("lines %+v", rec.lines)
 		}
 	})

@@ -352,7 +352,7 @@ func (r *Runtime) poll(ctx context.Context, w waitFor, check func() (bool, strin
 			(toldAt.IsZero() || last != told || time.Since(toldAt) >= r.cfg.ProgressInterval) {
 			told, toldAt = last, time.Now()
 			r.cfg.Progress.Waiting(ctx, Waiting{ID: w.id, Gone: w.gone, Reason: last,
-				Warning: r.warning(ctx, lastObj, start), Waited: time.Since(start), Timeout: r.cfg.ReadyTimeout})
+				Warning: r.warning(ctx, lastObj, start, r.cfg.ProgressInterval/2), Waited: time.Since(start), Timeout: r.cfg.ReadyTimeout})
 		}
 		t := time.NewTimer(interval)
 		select {
@@ -370,9 +370,10 @@ func (r *Runtime) poll(ctx context.Context, w waitFor, check func() (bool, strin
 			}
 			msg := fmt.Sprintf("%s %s: %s", what, shortDuration(r.cfg.ReadyTimeout), last)
 			// The timeout's own context is over; the events get a few
-			// seconds of the caller's.
+			// seconds of the caller's. A list a second old is news enough
+			// for the last word on this object.
 			ectx, ecancel := context.WithTimeout(parent, 5*time.Second)
-			if warn := r.warning(ectx, lastObj, start); warn != "" {
+			if warn := r.warning(ectx, lastObj, start, min(time.Second, r.cfg.ProgressInterval/2)); warn != "" {
 				msg += " (last warning: " + warn + ")"
 			}
 			ecancel()
