@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -23,9 +24,10 @@ type Waiting struct {
 	// Reason is what is missing, from the object's status: "1/2 replicas
 	// available", "Pending, not yet bound to a volume". One line.
 	Reason string
-	// Warning is the latest Warning event about the object (or the Pods
-	// and ReplicaSets its controller made for it) as "Reason: message",
-	// empty if there is none. One line.
+	// Warning is the latest warning about the object (or the Pods and
+	// ReplicaSets its controller made for it) as "Reason: message", empty
+	// if there is none: a Warning event, or a Normal one whose reason
+	// starts with Failed. One line.
 	Warning string
 	// Waited is how long the wait has lasted; it gives up at Timeout.
 	Waited, Timeout time.Duration
@@ -78,9 +80,9 @@ const warningsWindow = 5 * time.Minute
 var eventsGVR = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 
 // warnings lists the Warning events of a namespace at most once per
-// refresh, whichever waits ask: one list answers every object waited for
-// in that namespace. It reads only when a progress line or a timeout
-// error is written, never on every poll.
+// refresh, whichever waits ask: one list answers every workload waited for
+// in that namespace, for the warnings of the Pods and ReplicaSets its
+// controller made.
 type warnings struct {
 	mu   sync.Mutex
 	byNS map[string]*nsWarnings
@@ -92,16 +94,37 @@ type nsWarnings struct {
 	events []map[string]any
 }
 
-// maxEvents bounds one list: a namespace's warnings are kept an hour.
+// maxEvents bounds one list: a namespace's events are kept an hour.
 const maxEvents = 500
 
-// warning is the latest Warning event about obj since its wait began,
-// listed again if the namespace's list is older than maxAge.
+// warning is the latest warning about obj since its wait began (see
+// latestWarning): from its own events, one list selected by its uid, and
+// for a workload the namespace's Warning events, listed again if older
+// than maxAge. It reads only when a progress line or a timeout error is
+// written, never on every poll; a role that may not list events gets
+// progress without them.
 func (r *Runtime) warning(ctx context.Context, obj map[string]any, since time.Time, maxAge time.Duration) string {
-	ns := str(obj, "metadata", "namespace")
-	if ns == "" {
+	ns, uid := str(obj, "metadata", "namespace"), str(obj, "metadata", "uid")
+	if ns == "" || uid == "" {
 		return "" // cluster-scoped: its events land in any namespace
 	}
+	list, err := r.dynamic.Resource(eventsGVR).Namespace(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", uid).String(), Limit: maxEvents})
+	var events []map[string]any
+	if err != nil {
+		r.log.Debug("list events", "namespace", ns, "error", scrubError(err, nil))
+	} else {
+		for _, e := range list.Items {
+			events = append(events, e.Object)
+		}
+	}
+	if _, workload := madeBy[groupKind(obj)]; workload {
+		events = append(events, r.namespaceWarnings(ctx, ns, maxAge)...)
+	}
+	return latestWarning(events, obj, since.Add(-warningsWindow))
+}
+
+func (r *Runtime) namespaceWarnings(ctx context.Context, ns string, maxAge time.Duration) []map[string]any {
 	r.warns.mu.Lock()
 	if r.warns.byNS == nil {
 		r.warns.byNS = map[string]*nsWarnings{}
@@ -119,7 +142,6 @@ func (r *Runtime) warning(ctx context.Context, obj map[string]any, since time.Ti
 		n.at, n.events = time.Now(), nil
 		list, err := r.dynamic.Resource(eventsGVR).Namespace(ns).List(ctx, metav1.ListOptions{FieldSelector: "type=Warning", Limit: maxEvents})
 		if err != nil {
-			// Progress goes on without events (a role may not list them).
 			r.log.Debug("list warning events", "namespace", ns, "error", scrubError(err, nil))
 		} else {
 			for _, e := range list.Items {
@@ -127,17 +149,28 @@ func (r *Runtime) warning(ctx context.Context, obj map[string]any, since time.Ti
 			}
 		}
 	}
-	return latestWarning(n.events, obj, since.Add(-warningsWindow))
+	return n.events
 }
 
-// latestWarning is "Reason: message" of the newest event about obj last
-// seen after notBefore.
+// groupKind is "apps/Deployment", "/PersistentVolumeClaim".
+func groupKind(obj map[string]any) string {
+	group, _, _ := strings.Cut(str(obj, "apiVersion"), "/")
+	if !strings.Contains(str(obj, "apiVersion"), "/") {
+		group = ""
+	}
+	return group + "/" + str(obj, "kind")
+}
+
+// latestWarning is "Reason: message" of the newest warning about obj last
+// seen after notBefore: a Warning event, or a Normal one whose reason says
+// something failed (the volume controller's FailedBinding, "no persistent
+// volumes available for this claim and no storage class is set", is Normal).
 func latestWarning(events []map[string]any, obj map[string]any, notBefore time.Time) string {
 	about := relatedTo(obj)
 	var best map[string]any
 	var bestAt time.Time
 	for _, e := range events {
-		if str(e, "type") != "Warning" || !about(e) {
+		if (str(e, "type") != "Warning" && !strings.HasPrefix(str(e, "reason"), "Failed")) || !about(e) {
 			continue
 		}
 		if at := lastSeen(e); !at.Before(notBefore) && (best == nil || at.After(bestAt)) {
@@ -166,12 +199,8 @@ var madeBy = map[string]string{
 // (FailedScheduling, FailedCreate) say why a workload is not ready.
 func relatedTo(obj map[string]any) func(e map[string]any) bool {
 	uid := str(obj, "metadata", "uid")
-	group, _, _ := strings.Cut(str(obj, "apiVersion"), "/")
-	if !strings.Contains(str(obj, "apiVersion"), "/") {
-		group = ""
-	}
 	var children *regexp.Regexp
-	if pattern, ok := madeBy[group+"/"+str(obj, "kind")]; ok {
+	if pattern, ok := madeBy[groupKind(obj)]; ok {
 		children = regexp.MustCompile("^" + regexp.QuoteMeta(str(obj, "metadata", "name")) + pattern + "$")
 	}
 	return func(e map[string]any) bool {

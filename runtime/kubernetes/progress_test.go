@@ -12,6 +12,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func event(name, typ, kind, objName, uid, reason, msg string, at time.Time) map[string]any {
@@ -35,6 +36,7 @@ func TestLatestWarning(t *testing.T) {
 		event("e5", "Warning", "ReplicaSet", "web-7d9f8b6c4", "rs-uid", "FailedCreate", "exceeded quota", start.Add(3*time.Second)),
 		event("e6", "Warning", "Pod", "web-api-7d9f8b6c4-abcde", "other", "FailedScheduling", "another deployment's pod", start.Add(9*time.Second)),
 		event("e7", "Warning", "Pod", "db-0", "db-pod", "FailedMount", "line one\n::error::line two", start.Add(time.Second)),
+		event("e8", "Normal", "PersistentVolumeClaim", "cache", "cache-uid", "FailedBinding", "no persistent volumes available for this claim and no storage class is set", start.Add(time.Second)),
 	}
 	tests := []struct {
 		name string
@@ -44,6 +46,8 @@ func TestLatestWarning(t *testing.T) {
 		{"own event, newest warning within the window", pvc, `ProvisioningFailed: storageclass.storage.k8s.io "fast" not found`},
 		{"a deployment's replica set and pods, not a like-named deployment's", web, "FailedCreate: exceeded quota"},
 		{"a statefulset's pod, on one line", db, "FailedMount: line one ::error::line two"},
+		{"a Normal event that says something failed", map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": "cache", "namespace": "ns", "uid": "cache-uid"}},
+			"FailedBinding: no persistent volumes available for this claim and no storage class is set"},
 		{"nothing about it", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "data", "namespace": "ns", "uid": "cm"}}, ""},
 	}
 	for _, tt := range tests {
@@ -137,12 +141,17 @@ func TestPollProgress(t *testing.T) {
 
 	t.Run("once per reason within the interval; events read only for a line", func(t *testing.T) {
 		rec := &recorder{}
-		rt, dyn := fakeRuntime(Config{ReadyTimeout: 1500 * time.Millisecond, ProgressInterval: time.Hour, Progress: rec}, warn)
-		err := rt.poll(context.Background(), waitFor{id: "v1:PersistentVolumeClaim:ns:data"}, reasons("Pending", "Pending", "Lost"))
+		rt, dyn := fakeRuntime(Config{ReadyTimeout: 3 * time.Second, ProgressInterval: time.Hour, Progress: rec}, warn)
+		check := reasons("Pending", "Pending", "Lost")
+		checks := 0
+		err := rt.poll(context.Background(), waitFor{id: "v1:PersistentVolumeClaim:ns:data"}, func() (bool, string, map[string]any, error) {
+			checks++
+			return check()
+		})
 		if err == nil {
 			t.Fatal("no timeout")
 		}
-		want := `not ready after 1.5s: Lost (last warning: ProvisioningFailed: storageclass.storage.k8s.io "fast" not found)`
+		want := `not ready after 3s: Lost (last warning: ProvisioningFailed: storageclass.storage.k8s.io "fast" not found)`
 		if err.Error() != want {
 			t.Errorf("error %q\nwant  %q", err, want)
 		}
@@ -150,15 +159,44 @@ func TestPollProgress(t *testing.T) {
 			t.Fatalf("lines %+v, want one for Pending and one for Lost", rec.lines)
 		}
 		for _, l := range rec.lines {
-			if l.ID != "v1:PersistentVolumeClaim:ns:data" || l.Gone || l.Timeout != 1500*time.Millisecond ||
+			if l.ID != "v1:PersistentVolumeClaim:ns:data" || l.Gone || l.Timeout != 3*time.Second ||
 				l.Warning != `ProvisioningFailed: storageclass.storage.k8s.io "fast" not found` {
 				t.Errorf("line %+v", l)
 			}
 		}
-		// The two lines share one list (within half an interval of each
-		// other); the error, over a second after it, lists again.
-		if n := eventLists(dyn); n != 2 {
-			t.Errorf("%d event lists, want 2", n)
+		// One list of the claim's events per line and one for the error,
+		// none for the checks in between.
+		if n := eventLists(dyn); n != 3 || checks <= 3 {
+			t.Errorf("%d event lists for %d checks, want 3", n, checks)
+		}
+	})
+
+	t.Run("workloads in a namespace share its list of warnings", func(t *testing.T) {
+		rec := &recorder{}
+		podWarn := event("e2", "Warning", "Pod", "web-7d9f8b6c4-x2x9z", "pod-uid", "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.", time.Now())
+		rt, dyn := fakeRuntime(Config{ProgressInterval: time.Hour, Progress: rec}, podWarn)
+		for _, name := range []string{"web", "api"} {
+			d := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": name, "namespace": "ns", "uid": name + "-uid"}}
+			n := 0
+			err := rt.poll(context.Background(), waitFor{id: "apps/v1:Deployment:ns:" + name}, func() (bool, string, map[string]any, error) {
+				n++
+				return n > 1, "0/1 replicas available", d, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(rec.lines) != 2 || rec.lines[0].Warning != "FailedScheduling: 0/1 nodes are available: 1 Insufficient cpu." || rec.lines[1].Warning != "" {
+			t.Errorf("lines %+v, want web's with its pod's warning, api's without", rec.lines)
+		}
+		wide := 0
+		for _, a := range dyn.Actions() {
+			if l, ok := a.(k8stesting.ListAction); ok && l.GetListRestrictions().Fields.String() == "type=Warning" {
+				wide++
+			}
+		}
+		if wide != 1 || eventLists(dyn) != 3 {
+			t.Errorf("%d namespace-wide lists of %d, want 1 of 3 (one per object, one shared)", wide, eventLists(dyn))
 		}
 	})
 
