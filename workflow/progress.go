@@ -17,7 +17,7 @@ func (p logProgress) Waiting(ctx context.Context, w kubernetes.Waiting) {
 	if w.Gone {
 		until = "gone"
 	}
-	attrs := []any{"id", w.ID, "until", until, "reason", w.Reason, "waited", w.Waited.Round(time.Second), "timeout", w.Timeout}
+	attrs := []any{"id", w.ID, "until", until, "reason", w.Reason, "waited", w.Waited.Truncate(time.Second), "timeout", w.Timeout}
 	if w.Warning != "" {
 		attrs = append(attrs, "warning", w.Warning)
 	}

@@ -41,7 +41,7 @@ func (w Waiting) String() string {
 	if w.Gone {
 		verb = "Waiting for deleted"
 	}
-	s := fmt.Sprintf("%s %s (%s of %s): %s", verb, w.ID, shortDuration(w.Waited.Round(time.Second)), shortDuration(w.Timeout), w.Reason)
+	s := fmt.Sprintf("%s %s (%s of %s): %s", verb, w.ID, shortDuration(w.Waited.Truncate(time.Second)), shortDuration(w.Timeout), w.Reason)
 	if w.Warning != "" {
 		s += "; last warning: " + w.Warning
 	}
