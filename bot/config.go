@@ -70,6 +70,9 @@ type Config struct {
 	ShutdownDelay time.Duration `json:"shutdownDelay"`
 	// Lease is the release lease (KUSIONPR_LEASE, default 5m).
 	Lease time.Duration `json:"lease"`
+	// ReadyTimeout is how long an apply waits for each Kubernetes object
+	// to be ready, or gone once deleted (KUSIONPR_READY_TIMEOUT, default 5m).
+	ReadyTimeout time.Duration `json:"readyTimeout"`
 	// HoldWait is how long an apply waits for another run holding its
 	// stack to end (KUSIONPR_HOLD_WAIT, default 30m).
 	HoldWait time.Duration `json:"holdWait"`
@@ -121,7 +124,7 @@ type Config struct {
 func LoadConfig(getenv func(string) string) (*Config, error) {
 	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4,
 		RequireApproval: true, RequireMergeable: true, RequireChecks: true, MergeableStates: []string{"clean"}, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
-		HoldWait: 30 * time.Minute, RecoverWindow: 24 * time.Hour,
+		HoldWait: 30 * time.Minute, ReadyTimeout: kubernetes.DefaultReadyTimeout, RecoverWindow: 24 * time.Hour,
 		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {
 		b, err := os.ReadFile(path)
@@ -215,6 +218,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	dur("KUSIONPR_SHUTDOWN_DELAY", &c.ShutdownDelay)
 	dur("KUSIONPR_LEASE", &c.Lease)
 	dur("KUSIONPR_HOLD_WAIT", &c.HoldWait)
+	dur("KUSIONPR_READY_TIMEOUT", &c.ReadyTimeout)
 	dur("KUSIONPR_RECOVER_WINDOW", &c.RecoverWindow)
 	num("KUSIONPR_MAX_UNVERIFIED_BYTES", func(n int64) { c.MaxUnverifiedBytes = n })
 	num("KUSIONPR_MAX_CHECKOUT_BYTES", func(n int64) { c.MaxCheckoutBytes = n })
@@ -261,6 +265,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		if _, err := os.Stat(path); err != nil {
 			errs = append(errs, fmt.Errorf("KUSIONPR_KUBECONFIGS: workspace %s: %w", ws, err))
 		}
+	}
+	if c.ReadyTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("KUSIONPR_READY_TIMEOUT: %s is not a positive duration: want one such as 90s or 10m (default 5m)", c.ReadyTimeout))
 	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_CONCURRENCY must be at least 1, not %d", c.Concurrency))
@@ -324,6 +331,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		ShutdownDelay   *string `json:"shutdownDelay"`
 		Lease           *string `json:"lease"`
 		HoldWait        *string `json:"holdWait"`
+		ReadyTimeout    *string `json:"readyTimeout"`
 		RecoverWindow   *string `json:"recoverWindow"`
 	}{plain: (*plain)(c)}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -340,6 +348,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		{"shutdownDelay", aux.ShutdownDelay, &c.ShutdownDelay},
 		{"lease", aux.Lease, &c.Lease},
 		{"holdWait", aux.HoldWait, &c.HoldWait},
+		{"readyTimeout", aux.ReadyTimeout, &c.ReadyTimeout},
 		{"recoverWindow", aux.RecoverWindow, &c.RecoverWindow},
 	} {
 		if d.v == nil {

@@ -61,6 +61,8 @@ func TestLoadConfig(t *testing.T) {
 	os.WriteFile(bad, []byte("workspaces: prod\n"), 0o644)
 	badDur := filepath.Join(dir, "baddur.yaml")
 	os.WriteFile(badDur, []byte("lease: soon\n"), 0o644)
+	readyFile := filepath.Join(dir, "ready.yaml")
+	os.WriteFile(readyFile, []byte("readyTimeout: 2m\n"), 0o644)
 	clusterFile := filepath.Join(dir, "clusters.yaml")
 	os.WriteFile(clusterFile, []byte("specKubeconfigAllow: [auth-provider]\nkubeconfigs: {qa: "+keyPath+"}\nmoduleEnv: [VAULT_ADDR]\n"), 0o644)
 	base := map[string]string{"KUSIONPR_WEBHOOK_SECRET": "s", "KUSIONPR_APP_ID": "12", "KUSIONPR_APP_PRIVATE_KEY_PATH": keyPath}
@@ -109,6 +111,12 @@ func TestLoadConfig(t *testing.T) {
 		{"a word for a number", with("KUSIONPR_CONCURRENCY", "many"), nil, `KUSIONPR_CONCURRENCY: "many" is not a number`},
 		{"a bad flag", with("KUSIONPR_REQUIRE_APPROVAL", "sometimes"), nil, `KUSIONPR_REQUIRE_APPROVAL: "sometimes" is not true or false`},
 		{"a bad duration", with("KUSIONPR_LEASE", "5"), nil, "KUSIONPR_LEASE: time: missing unit"},
+		{"the readiness timeout's default", base, func(c *Config) bool { return c.ReadyTimeout == 5*time.Minute }, ""},
+		{"a readiness timeout", with("KUSIONPR_READY_TIMEOUT", "90s"), func(c *Config) bool { return c.ReadyTimeout == 90*time.Second }, ""},
+		{"a readiness timeout in the file", with("KUSIONPR_CONFIG", readyFile), func(c *Config) bool { return c.ReadyTimeout == 2*time.Minute }, ""},
+		{"a readiness timeout of zero", with("KUSIONPR_READY_TIMEOUT", "0s"), nil, "KUSIONPR_READY_TIMEOUT: 0s is not a positive duration: want one such as 90s or 10m (default 5m)"},
+		{"a negative readiness timeout", with("KUSIONPR_READY_TIMEOUT", "-1m"), nil, "KUSIONPR_READY_TIMEOUT: -1m0s is not a positive duration"},
+		{"a readiness timeout without a unit", with("KUSIONPR_READY_TIMEOUT", "300"), nil, "KUSIONPR_READY_TIMEOUT: time: missing unit"},
 		{"an unknown setting in the file", with("KUSIONPR_CONFIG", bad), nil, `unknown field "workspaces"`},
 		{"a bad duration in the file", with("KUSIONPR_CONFIG", badDur), nil, "lease: time: invalid duration"},
 		{"load limits' defaults", base, func(c *Config) bool {

@@ -245,7 +245,7 @@ func (b *Bot) run(ctx context.Context, j job) {
 		}
 	}
 
-	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, ForceConflicts: true, Lease: b.cfg.Lease,
+	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, ForceConflicts: true, Lease: b.cfg.Lease, ReadyTimeout: b.cfg.ReadyTimeout,
 		WaitHeld: b.cfg.HoldWait, Logger: log, CheckoutRoot: dir, Clusters: b.cfg.clusters(), ModuleEnv: b.cfg.ModuleEnv,
 		Origin: &model.Origin{PullRequest: j.number, SHA: ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt,
 			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}

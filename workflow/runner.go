@@ -60,6 +60,13 @@ type Options struct {
 	// run writes none (engine.ApplyOptions.SkipUnchanged) and Run.Unchanged
 	// says so.
 	RecordUnchanged bool
+	// ReadyTimeout bounds the wait for each applied Kubernetes object to be
+	// ready, and for each deleted one to be gone (default
+	// kubernetes.DefaultReadyTimeout, 5m); past it the object's apply fails.
+	ReadyTimeout time.Duration
+	// Progress hears about every object those waits are not done with;
+	// default: an info line of Logger's.
+	Progress kubernetes.Progress
 	// TerraformBinary is the terraform or tofu executable; default terraform,
 	// then tofu, on PATH.
 	TerraformBinary string
@@ -200,6 +207,10 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 				c := kubeConfig
 				c.ForceConflicts = opts.ForceConflicts
 				c.Logger = opts.Logger
+				c.ReadyTimeout, c.Progress = opts.ReadyTimeout, opts.Progress
+				if c.Progress == nil {
+					c.Progress = logProgress{opts.logger()}
+				}
 				return kubernetes.New(ctx, c)
 			}},
 			model.Terraform: &lazy{build: func(context.Context) (engine.Runtime, error) {

@@ -109,6 +109,15 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			return 2
 		}
 	}
+	if d := in("timeout"); d != "" {
+		if opts.ReadyTimeout, err = time.ParseDuration(d); err == nil {
+			err = checkTimeout(opts.ReadyTimeout)
+		}
+		if err != nil {
+			ga.Errorf("input timeout: %v", err)
+			return 2
+		}
+	}
 	if cfg := in("terraform-cli-config"); cfg != "" {
 		path := filepath.Join(os.TempDir(), "kusionpr-terraformrc")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

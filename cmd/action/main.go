@@ -36,6 +36,7 @@ import (
 	"github.com/kusionpr/kusionpr/engine/spec"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
+	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -142,6 +143,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		force       = fs.Bool("force-conflicts", true, "on apply, take over fields another field manager owns")
 		noWatch     = fs.Bool("no-watch", false, "do not wait for applied resources to become ready")
 		record      = fs.Bool("record-unchanged", false, "on apply or destroy, write a release even when there is nothing to change (an audit trail of every run)")
+		timeout     = fs.Duration("timeout", kubernetes.DefaultReadyTimeout, "how long apply and destroy wait for each Kubernetes object to be ready, or to be gone once deleted; past it the release is marked failed and the objects stay as applied")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		tfBinary    = fs.String("terraform-binary", os.Getenv("KUSIONPR_TERRAFORM_BINARY"), "terraform or tofu executable (default terraform, then tofu, on PATH; env KUSIONPR_TERRAFORM_BINARY)")
 		ignore      = fs.String("ignore-fields", "", "comma-separated attribute paths no comparison counts (fields a controller or webhook owns)")
@@ -158,6 +160,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	format, err := report.ParseFormat(*output)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	if err := checkTimeout(*timeout); err != nil {
+		fmt.Fprintf(stderr, "error: --timeout: %v\n", err)
 		return 2
 	}
 	var level slog.Level
@@ -177,6 +183,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		ForceConflicts: *force, NoWatch: *noWatch, RecordUnchanged: *record, Logger: log, Origin: localOrigin(string(cmd)),
 		TerraformBinary: *tfBinary, TerraformCache: *tfCache, Lease: *lease,
 		IgnoreFields: list(*ignore), CheckoutRoot: repositoryRoot(*stack),
+		ReadyTimeout: *timeout, Progress: &waitPrinter{w: stderr},
 	}
 	if err := clusters.apply(&opts); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)

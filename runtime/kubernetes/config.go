@@ -27,6 +27,9 @@ const (
 const (
 	DefaultFieldManager = "kusionpr"
 	DefaultReadyTimeout = 5 * time.Minute
+	// DefaultProgressInterval is how often a wait tells Progress about an
+	// object it still waits for, when nothing about it changed.
+	DefaultProgressInterval = 10 * time.Second
 )
 
 // Config says how to reach a cluster and how to change it. The zero value of
@@ -50,6 +53,11 @@ type Config struct {
 	ForceConflicts bool
 	// ReadyTimeout bounds Watch and the wait for a deleted object to be gone. Default 5m.
 	ReadyTimeout time.Duration
+	// Progress, if set, hears about every object a wait is not done with:
+	// when the wait starts, whenever the reason changes, and at least every
+	// ProgressInterval (default 10s) while it lasts.
+	Progress         Progress
+	ProgressInterval time.Duration
 	// QPS and Burst, when QPS is positive, limit the client's request rate
 	// (Burst defaults to twice QPS). By default there is no client-side
 	// limit: the engine's parallelism bounds the requests in flight, and the
@@ -75,6 +83,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReadyTimeout <= 0 {
 		c.ReadyTimeout = DefaultReadyTimeout
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = DefaultProgressInterval
 	}
 	switch {
 	case c.QPS <= 0:

@@ -376,9 +376,10 @@ func TestIntegrationWatchTimeout(t *testing.T) {
 		}
 	}
 	err := rt.Watch(ctx, dep)
-	want := "watch apps/v1:Deployment:" + ns + ":stuck: not ready after 3s: 0/2 replicas available"
-	if err == nil || err.Error() != want {
-		t.Fatalf("err = %v\nwant %s", err, want)
+	// The scheduler's warning about the Deployment's pods says why.
+	want := "watch apps/v1:Deployment:" + ns + ":stuck: not ready after 3s: 0/2 replicas available (last warning: FailedScheduling: 0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err = %v\nwant %s...", err, want)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
@@ -389,7 +390,8 @@ func TestIntegrationWatchTimeout(t *testing.T) {
 
 func TestIntegrationDeleteWaits(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, func(c *kubernetes.Config) { c.ReadyTimeout = 2 * time.Second })
+	progress := &waits{}
+	rt := newRuntime(t, func(c *kubernetes.Config) { c.ReadyTimeout, c.Progress = 2*time.Second, progress })
 	ctx := context.Background()
 	ns := namespace(t, "kpr-del")
 	held := configMap(ns, "held", nil)
@@ -403,6 +405,10 @@ func TestIntegrationDeleteWaits(t *testing.T) {
 	want := "delete v1:ConfigMap:" + ns + ":held: not gone after 2s: still present (finalizers: example.com/hold)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+	if lines := progress.of("v1:ConfigMap:" + ns + ":held"); len(lines) == 0 ||
+		!strings.HasPrefix(lines[0], "Waiting for deleted v1:ConfigMap:"+ns+":held (0s of 2s): still present (finalizers: example.com/hold)") {
+		t.Errorf("progress of the deletion: %q", lines)
 	}
 	// Namespace deletion waits for its contents; the second Delete of a
 	// terminating namespace is accepted too.
@@ -532,5 +538,97 @@ func TestIntegrationDiscoveryOnce(t *testing.T) {
 	wg.Wait()
 	if n := ct.discovery.Load() - before; n != first {
 		t.Errorf("20 concurrent misses made %d discovery requests, want one rediscovery (%d)", n, first)
+	}
+}
+
+// waits records the progress lines of waits, per object.
+type waits struct {
+	mu    sync.Mutex
+	lines map[string][]string
+}
+
+func (w *waits) Waiting(_ context.Context, p kubernetes.Waiting) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lines == nil {
+		w.lines = map[string][]string{}
+	}
+	w.lines[p.ID] = append(w.lines[p.ID], p.String())
+}
+
+func (w *waits) of(id string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.lines[id]...)
+}
+
+// TestIntegrationWatchProgress waits on the test cluster for a Deployment
+// that becomes ready and a volume claim that never binds (its storage class
+// does not exist): each wait tells what it lacks while it lasts, the claim's
+// with the volume controller's warning; the Deployment's ends when it is
+// ready; the claim's error names the timeout, the reason and the warning.
+func TestIntegrationWatchProgress(t *testing.T) {
+	t.Parallel()
+	progress := &waits{}
+	interval := func(timeout time.Duration) func(*kubernetes.Config) {
+		return func(c *kubernetes.Config) {
+			c.ReadyTimeout, c.Progress, c.ProgressInterval = timeout, progress, 200*time.Millisecond
+		}
+	}
+	rt, short := newRuntime(t, interval(90*time.Second)), newRuntime(t, interval(3*time.Second))
+	ctx := context.Background()
+	ns := namespace(t, "kpr-progress")
+	class := "none-" + suffix()
+	dep := deployment(ns, "web", 1, nil)
+	// Available only once its pod has been ready 2s: a wait that lasts.
+	dep.Attributes["spec"].(map[string]any)["minReadySeconds"] = 2
+	pvc := res("v1:PersistentVolumeClaim:"+ns+":data", map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+		"metadata": map[string]any{"name": "data", "namespace": ns},
+		"spec": map[string]any{"storageClassName": class, "accessModes": []any{"ReadWriteOnce"},
+			"resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}}})
+	cm := configMap(ns, "settings", map[string]any{"a": "b"})
+	for _, r := range []model.Resource{nsRes(ns), dep, pvc, cm} {
+		if _, err := rt.Apply(ctx, nil, r, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var depErr, pvcErr, cmErr error
+	wg.Add(3)
+	go func() { defer wg.Done(); depErr = rt.Watch(ctx, dep) }()
+	go func() { defer wg.Done(); pvcErr = short.Watch(ctx, pvc) }()
+	go func() { defer wg.Done(); cmErr = rt.Watch(ctx, cm) }()
+	wg.Wait()
+
+	t.Logf("progress:\n%s\n%s", strings.Join(progress.of(dep.ID), "\n"), strings.Join(progress.of(pvc.ID), "\n"))
+	if depErr != nil || cmErr != nil {
+		t.Fatalf("watch: %v, %v", depErr, cmErr)
+	}
+	lines := progress.of(dep.ID)
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "Waiting for "+dep.ID+" (0s of 1m30s): ") {
+		t.Errorf("no line when the Deployment's wait began: %q", lines)
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, "replicas") && !strings.Contains(l, "not yet observed") {
+			t.Errorf("a Deployment's line that does not say what it lacks: %s", l)
+		}
+	}
+	if lines := progress.of(cm.ID); len(lines) != 0 {
+		t.Errorf("a ConfigMap, ready at once, was reported waited for: %q", lines)
+	}
+
+	lines = progress.of(pvc.ID)
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "Waiting for "+pvc.ID+" (0s of 3s): Pending, not yet bound to a volume") {
+		t.Errorf("no line when the claim's wait began: %q", lines)
+	}
+	warning := fmt.Sprintf(`ProvisioningFailed: storageclass.storage.k8s.io %q not found`, class)
+	want := "watch " + pvc.ID + ": not ready after 3s: Pending, not yet bound to a volume (last warning: " + warning + ")"
+	if pvcErr == nil || pvcErr.Error() != want {
+		t.Errorf("err = %v\nwant %s", pvcErr, want)
+	}
+	// Every check (each second, at most) writes a line here: the warning,
+	// a second old at most when the error was written, was in a line before it.
+	if last := lines[len(lines)-1]; !strings.HasSuffix(last, "; last warning: "+warning) {
+		t.Errorf("the claim's last line does not give the warning: %s", last)
 	}
 }

@@ -40,9 +40,11 @@ func ready(obj map[string]any) (ok bool, reason string, failed error) {
 		return false, "load balancer has no ingress yet", nil
 	case "/PersistentVolumeClaim":
 		if p := str(obj, "status", "phase"); p != "Bound" {
-			return false, fmt.Sprintf("phase is %s, not Bound", orUnknown(p)), nil
+			return false, fmt.Sprintf("%s, not yet bound to a volume", orUnknown(p)), nil
 		}
 		return true, "", nil
+	case "/Pod":
+		return podReady(obj)
 	case "apiextensions.k8s.io/CustomResourceDefinition":
 		if s, _ := condition(obj, "Established"); s == "True" {
 			return true, "", nil
@@ -52,7 +54,81 @@ func ready(obj map[string]any) (ok bool, reason string, failed error) {
 		}
 		return false, "not Established", nil
 	}
+	return conditionsReady(obj)
+}
+
+// conditionsReady judges any other kind by the conditions its controller
+// reports, as kstatus does: a Ready condition, else an Available one, must
+// be True once the controller has seen the latest spec. An object with
+// neither (a ConfigMap, a custom resource no controller serves) is ready
+// as soon as it exists.
+func conditionsReady(obj map[string]any) (bool, string, error) {
+	for _, t := range []string{"Ready", "Available"} {
+		c := findCondition(obj, t)
+		if c == nil {
+			continue
+		}
+		if _, reports := num(obj, "status", "observedGeneration"); reports {
+			if ok, why := observed(obj); !ok {
+				return false, why, nil
+			}
+		}
+		if str(c, "status") == "True" {
+			return true, "", nil
+		}
+		return false, conditionText(c), nil
+	}
 	return true, "", nil
+}
+
+// conditionText reads a condition that is not True: "Ready is False:
+// Reason: message".
+func conditionText(c map[string]any) string {
+	s := fmt.Sprintf("%s is %s", str(c, "type"), orUnknown(str(c, "status")))
+	if r := str(c, "reason"); r != "" {
+		s += ": " + r
+	}
+	if m := str(c, "message"); m != "" {
+		s += ": " + m
+	}
+	return s
+}
+
+// podReady: a Pod is ready when its Ready condition is True, or it ran to
+// completion; a failed one can no longer become ready. The reason names
+// what holds it: scheduling, then the first container waiting.
+func podReady(obj map[string]any) (bool, string, error) {
+	phase := str(obj, "status", "phase")
+	switch phase {
+	case "Succeeded":
+		return true, "", nil
+	case "Failed":
+		msg := str(obj, "status", "message")
+		if msg == "" {
+			msg = orUnknown(str(obj, "status", "reason"))
+		}
+		return false, "", fmt.Errorf("pod failed: %s", msg)
+	}
+	if s, _ := condition(obj, "Ready"); s == "True" {
+		return true, "", nil
+	}
+	if c := findCondition(obj, "PodScheduled"); c != nil && str(c, "status") == "False" {
+		return false, "not scheduled: " + orUnknown(str(c, "message")), nil
+	}
+	for _, key := range []string{"initContainerStatuses", "containerStatuses"} {
+		cs, _ := get(obj, "status", key).([]any)
+		for _, c := range cs {
+			m, _ := c.(map[string]any)
+			if w, _ := get(m, "state", "waiting").(map[string]any); w != nil && str(w, "reason") != "" {
+				why := fmt.Sprintf("container %s waiting: %s", str(m, "name"), str(w, "reason"))
+				if msg := str(w, "message"); msg != "" {
+					why += ": " + msg
+				}
+				return false, why, nil
+			}
+		}
+	}
+	return false, fmt.Sprintf("%s, not Ready", orUnknown(phase)), nil
 }
 
 // observed reports whether the controller has seen the latest spec.

@@ -39,6 +39,8 @@ type Runtime struct {
 	discovery *discoveryCache
 	// fetched holds what Prefetch listed, until Read takes it.
 	fetched prefetched
+	// warns holds the Warning events progress lines and timeout errors name.
+	warns warnings
 }
 
 // New connects lazily: no request is made until the first operation.
@@ -235,20 +237,20 @@ func (r *Runtime) delete(ctx context.Context, id string) error {
 		return scrubError(err, nil)
 	}
 	r.log.Debug("delete requested", "id", id)
-	return r.poll(ctx, func() (bool, string, error) {
+	return r.poll(ctx, waitFor{id: id, gone: true}, func() (bool, string, map[string]any, error) {
 		u, err := r.client(t).Get(ctx, t.id.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return true, "", nil
+			return true, "", nil, nil
 		}
 		if err != nil {
-			return false, "", scrubError(err, nil)
+			return false, "", nil, scrubError(err, nil)
 		}
 		why := "still present"
 		if f := u.GetFinalizers(); len(f) > 0 {
 			why += " (finalizers: " + strings.Join(f, ", ") + ")"
 		}
-		return false, why, nil
-	}, "not gone after")
+		return false, why, u.Object, nil
+	})
 }
 
 // Watch waits until the object is ready (see ready), the context ends or the
@@ -265,23 +267,23 @@ func (r *Runtime) watch(ctx context.Context, id string) error {
 	if _, err := model.ParseKubernetesID(id); err != nil {
 		return err
 	}
-	err := r.poll(ctx, func() (bool, string, error) {
+	err := r.poll(ctx, waitFor{id: id}, func() (bool, string, map[string]any, error) {
 		obj, err := r.get(ctx, id)
 		if err != nil {
-			return false, "", err
+			return false, "", nil, err
 		}
 		ok, why, failed := ready(obj)
 		if failed != nil || !ok {
-			return false, why, failed
+			return false, why, obj, failed
 		}
 		if gk, version, isCRD := crdServes(obj); isCRD {
 			r.discovery.forget()
 			if !r.discovery.knows(gk, version) {
-				return false, "established but not yet served by discovery", nil
+				return false, "established but not yet served by discovery", obj, nil
 			}
 		}
-		return true, "", nil
-	}, "not ready after")
+		return true, "", nil, nil
+	})
 	if err == nil {
 		r.log.Debug("ready", "id", id)
 	}
@@ -308,17 +310,32 @@ func crdServes(obj map[string]any) (schema.GroupKind, string, bool) {
 	return gk, version, true
 }
 
+// waitFor is what a poll waits for: the object id to be ready, or gone.
+type waitFor struct {
+	id   string
+	gone bool
+}
+
 // poll calls check every 250ms (backing off to 1s) until it reports done or
-// an error, the context ends, or the ready timeout passes. The timeout error
-// reads "<what> 5m: <last reason>".
-func (r *Runtime) poll(ctx context.Context, check func() (bool, string, error), what string) error {
+// an error, the context ends, or the ready timeout passes. check returns
+// why it is not done and the live object, whose Warning events progress
+// lines and the timeout error name. Progress hears of the wait when it
+// starts, when the reason changes and every ProgressInterval. The timeout
+// error reads "not ready after 5m: <last reason> (last warning: <event>)".
+func (r *Runtime) poll(ctx context.Context, w waitFor, check func() (bool, string, map[string]any, error)) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(parent, r.cfg.ReadyTimeout)
 	defer cancel()
+	start := time.Now()
 	interval := 250 * time.Millisecond
-	var last string
+	var (
+		last    string
+		lastObj map[string]any
+		told    string
+		toldAt  time.Time
+	)
 	for {
-		done, why, err := check()
+		done, why, obj, err := check()
 		if done {
 			return nil
 		}
@@ -326,7 +343,16 @@ func (r *Runtime) poll(ctx context.Context, check func() (bool, string, error), 
 			return err
 		}
 		if why != "" {
-			last = why
+			last = oneLine(why)
+		}
+		if obj != nil {
+			lastObj = obj
+		}
+		if r.cfg.Progress != nil && err == nil && last != "" && ctx.Err() == nil &&
+			(toldAt.IsZero() || last != told || time.Since(toldAt) >= r.cfg.ProgressInterval) {
+			told, toldAt = last, time.Now()
+			r.cfg.Progress.Waiting(ctx, Waiting{ID: w.id, Gone: w.gone, Reason: last,
+				Warning: r.warning(ctx, lastObj, start, r.cfg.ProgressInterval/2), Waited: time.Since(start), Timeout: r.cfg.ReadyTimeout})
 		}
 		t := time.NewTimer(interval)
 		select {
@@ -335,10 +361,23 @@ func (r *Runtime) poll(ctx context.Context, check func() (bool, string, error), 
 			if last == "" {
 				last = "no answer"
 			}
-			if parent.Err() == nil {
-				return fmt.Errorf("%s %s: %s", what, shortDuration(r.cfg.ReadyTimeout), last)
+			if parent.Err() != nil {
+				return fmt.Errorf("%s: %w", last, parent.Err())
 			}
-			return fmt.Errorf("%s: %w", last, parent.Err())
+			what := "not ready after"
+			if w.gone {
+				what = "not gone after"
+			}
+			msg := fmt.Sprintf("%s %s: %s", what, shortDuration(r.cfg.ReadyTimeout), last)
+			// The timeout's own context is over; the events get a few
+			// seconds of the caller's. A list a second old is news enough
+			// for the last word on this object.
+			ectx, ecancel := context.WithTimeout(parent, 5*time.Second)
+			if warn := r.warning(ectx, lastObj, start, min(time.Second, r.cfg.ProgressInterval/2)); warn != "" {
+				msg += " (last warning: " + warn + ")"
+			}
+			ecancel()
+			return errors.New(msg)
 		case <-t.C:
 		}
 		if interval < time.Second {
