@@ -78,7 +78,7 @@ build_kubernetes() {
   local pkgs=() out=$CACHE/testenv/kube-build
   for c in "${missing[@]}"; do pkgs+=("./cmd/$c"); done
   [ -n "$kubectl" ] && pkgs+=(./cmd/kubectl)
-  log "building ${pkgs[*]#./cmd/} v$K8S_VERSION (the first time, about 25 minutes on 2 cores)"
+  log "building ${pkgs[*]#./cmd/} v$K8S_VERSION (the first time, about 4 minutes on 2 cores)"
   rm -rf "$out"; mkdir -p "$out"
   step "build-kubernetes-v$K8S_VERSION" env -C "$src" GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
     go build -v -trimpath -ldflags "-s -w $(version_ldflags)" -o "$out/" "${pkgs[@]}"

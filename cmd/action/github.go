@@ -29,6 +29,7 @@ const maxStepSummary = 1000 * 1000
 // pull request or push, inputs come from action.yml, results go to comments,
 // check runs, outputs and the job summary.
 func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) int {
+	stderr = shared(stderr)
 	gctx, err := ga.Context()
 	if err != nil {
 		ga.Errorf("read the GitHub context: %v", err)

@@ -110,6 +110,7 @@ func parseFlags(fs *flag.FlagSet, name string, args []string, stdout, stderr io.
 
 // run is main without the process: arguments in, exit code out.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	stderr = shared(stderr)
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2

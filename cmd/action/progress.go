@@ -12,16 +12,37 @@ import (
 )
 
 // waitPrinter writes a line for each object a wait is not done with, on
-// stderr whatever the output format: stdout holds the document.
+// stderr whatever the output format: stdout holds the document. Its writer
+// is a lineWriter shared with the log, since waits and log lines come from
+// parallel walks.
 type waitPrinter struct {
-	mu sync.Mutex // waits run in parallel; lines stay whole
-	w  io.Writer
+	w io.Writer
 }
 
 func (p *waitPrinter) Waiting(_ context.Context, w kubernetes.Waiting) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	fmt.Fprintln(p.w, model.MaskFingerprints(w.String()))
+}
+
+// lineWriter serialises writes to one stream: the log handler, progress
+// lines and messages all write whole lines to stderr from parallel
+// goroutines, and each fmt or slog call is one Write.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// shared wraps w in a lineWriter unless it is one already.
+func shared(w io.Writer) io.Writer {
+	if _, ok := w.(*lineWriter); ok {
+		return w
+	}
+	return &lineWriter{w: w}
 }
 
 // checkTimeout accepts a readiness timeout: a positive duration.

@@ -6,6 +6,10 @@
 //
 //	go test -json ./... | testsummary
 //
+// While nothing else is printed for a minute (test binaries compiling, a
+// slow package), it prints a line saying how long the run has taken and
+// which packages are still running, so a long run never looks stuck.
+//
 // It exits 1 when a test failed, a package failed without a failing test
 // (it did not build, or its binary crashed or exited outside any test), a
 // package never finished, or the input held no results at all. With
@@ -22,10 +26,13 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 func main() {
-	ok, err := run(os.Stdin, os.Stdout, os.Getenv("KUSIONPR_REQUIRE_TESTENV") != "")
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	ok, err := runTicking(os.Stdin, os.Stdout, os.Getenv("KUSIONPR_REQUIRE_TESTENV") != "", tick.C, time.Now)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(2)
@@ -78,30 +85,84 @@ type summary struct {
 	// "pkg TestX", "pkg TestX (did not finish)", "pkg (build failed: ...)",
 	// "pkg (failed outside any test: ...)".
 	failures []string
+	// start and lastPrint time the heartbeat: a line once nothing was
+	// printed for quiet.
+	now              func() time.Time
+	start, lastPrint time.Time
 	// lastHeader is the package the last printed block belonged to:
 	// packages' events interleave, so a block from another one is
 	// introduced with the package's name.
 	lastHeader string
 }
 
+// quiet is how long the output may stay silent before a heartbeat line.
+const quiet = 50 * time.Second
+
 // run reads the events from in and writes the summary to out. ok is
 // whether the run passed.
 func run(in io.Reader, out io.Writer, requireEnv bool) (ok bool, err error) {
-	s := &summary{out: out, requireEnv: requireEnv, pkgs: map[string]*pkg{}}
-	r := bufio.NewReader(in)
+	return runTicking(in, out, requireEnv, nil, time.Now)
+}
+
+// runTicking is run with a heartbeat: at each tick, if nothing was printed
+// for quiet, a line says the run is still going.
+func runTicking(in io.Reader, out io.Writer, requireEnv bool, tick <-chan time.Time, now func() time.Time) (ok bool, err error) {
+	s := &summary{out: out, requireEnv: requireEnv, pkgs: map[string]*pkg{}, now: now}
+	s.start = now()
+	s.lastPrint = s.start
+	type read struct {
+		line string
+		err  error
+	}
+	lines := make(chan read)
+	go func() {
+		r := bufio.NewReader(in)
+		for {
+			line, err := r.ReadString('\n')
+			lines <- read{line, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	for {
-		line, err := r.ReadString('\n')
-		if line != "" {
-			s.line(line)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return false, fmt.Errorf("read go test -json: %w", err)
+		select {
+		case <-tick:
+			s.heartbeat()
+		case l := <-lines:
+			if l.line != "" {
+				s.line(l.line)
+			}
+			if l.err == io.EOF {
+				return s.finish(), nil
+			}
+			if l.err != nil {
+				return false, fmt.Errorf("read go test -json: %w", l.err)
+			}
 		}
 	}
-	return s.finish(), nil
+}
+
+// heartbeat says the run goes on when nothing was printed for quiet.
+func (s *summary) heartbeat() {
+	t := s.now()
+	if t.Sub(s.lastPrint) < quiet {
+		return
+	}
+	running := make([]string, 0, len(s.pkgs))
+	for name := range s.pkgs {
+		running = append(running, name)
+	}
+	sort.Strings(running)
+	what := "building test binaries"
+	if len(running) > 0 {
+		const most = 4
+		what = "running " + strings.Join(running[:min(most, len(running))], ", ")
+		if len(running) > most {
+			what += fmt.Sprintf(" and %d more", len(running)-most)
+		}
+	}
+	s.print(fmt.Sprintf("... %s after %s, %d passed so far\n", what, t.Sub(s.start).Truncate(time.Second), s.passed))
 }
 
 func (s *summary) line(line string) {
@@ -278,6 +339,9 @@ func (s *summary) print(text string) {
 		text += "\n"
 	}
 	io.WriteString(s.out, text)
+	if s.now != nil {
+		s.lastPrint = s.now()
+	}
 }
 
 // lines splits text after each newline, keeping it.

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The streams in testdata are real `go test -json` runs (Go 1.26) of the
@@ -172,4 +173,42 @@ func stream(t *testing.T, name string) string {
 func firstLines(t *testing.T, name string, n int) string {
 	t.Helper()
 	return strings.Join(strings.SplitAfter(stream(t, name), "\n")[:n], "")
+}
+
+// TestHeartbeat: a minute without output (test binaries compiling, a slow
+// package) gets a line naming what is still running; output keeps it away.
+func TestHeartbeat(t *testing.T) {
+	var out strings.Builder
+	clock := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	s := &summary{out: &out, pkgs: map[string]*pkg{}, now: func() time.Time { return clock }}
+	s.start, s.lastPrint = clock, clock
+
+	steps := []struct {
+		name    string
+		event   string // fed before the tick, if any
+		advance time.Duration
+		want    string // "" for no line
+	}{
+		{name: "quiet for less than a minute", advance: 30 * time.Second},
+		{name: "nothing started yet", advance: 40 * time.Second, want: "... building test binaries after 1m10s, 0 passed so far\n"},
+		{name: "a package started", event: `{"Action":"start","Package":"example.com/slow"}`, advance: 50 * time.Second,
+			want: "... running example.com/slow after 2m0s, 0 passed so far\n"},
+		{name: "its test passed, printing nothing", event: `{"Action":"pass","Package":"example.com/slow","Test":"TestA"}`, advance: 50 * time.Second,
+			want: "... running example.com/slow after 2m50s, 1 passed so far\n"},
+		{name: "the package ended, printing its ok line", event: `{"Action":"output","Package":"example.com/slow","Output":"ok  \texample.com/slow\t1.0s\n"}` + "\n" + `{"Action":"pass","Package":"example.com/slow"}`,
+			advance: 10 * time.Second, want: "ok  \texample.com/slow\t1.0s\n"},
+	}
+	for _, st := range steps {
+		out.Reset()
+		for _, e := range strings.Split(st.event, "\n") {
+			if e != "" {
+				s.line(e + "\n")
+			}
+		}
+		clock = clock.Add(st.advance)
+		s.heartbeat()
+		if got := out.String(); got != st.want {
+			t.Errorf("%s: printed %q, want %q", st.name, got, st.want)
+		}
+	}
 }
