@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := hack/testenv.sh
 
-.PHONY: build test unit testenv testenv-stop demo vet bench
+.PHONY: build test unit testenv testenv-stop demo vet bench lint-workflows
 
 build:
 	$(GO) build ./...
@@ -11,6 +11,11 @@ build:
 vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+
+# actionlint (pinned, built once into the cache) over every workflow file:
+# .github/workflows and the examples in .github/workflow-examples.
+lint-workflows:
+	bash hack/lint-workflows.sh
 
 # Unit tests only; integration tests skip without the environment.
 unit:
@@ -22,7 +27,7 @@ unit:
 # with `N passed, N failed, N skipped`; it fails the run on any failure and,
 # here, on any skipped test. (Built, not `go run`, which would add its own
 # "exit status 1" after the count line.)
-test: vet
+test: vet lint-workflows
 	$(GO) test -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime 15s ./webhook/
 	$(GO) test -run '^$$' -fuzz '^FuzzUntar$$' -fuzztime 15s ./githubapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzReleaseStoreReader$$' -fuzztime 15s ./backend/
