@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := hack/testenv.sh
 
-.PHONY: build test unit testenv testenv-stop demo vet bench
+.PHONY: build test unit testenv testenv-stop demo vet bench image
 
 build:
 	$(GO) build ./...
@@ -28,12 +28,18 @@ test: vet
 	$(GO) test -run '^$$' -fuzz '^FuzzReleaseStoreReader$$' -fuzztime 15s ./backend/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 15s ./chatops/
 	bash $(TESTENV) start
+	bash hack/image.sh build
 	$(GO) build -o bin/testsummary ./hack/testsummary
-	eval "$$(bash $(TESTENV) env)" && export KUSIONPR_REQUIRE_TESTENV=1 && set -o pipefail && \
+	eval "$$(bash $(TESTENV) env)" && eval "$$(bash hack/image.sh env)" && export KUSIONPR_REQUIRE_TESTENV=1 && set -o pipefail && \
 	  $(GO) test -json -race -timeout 30m ./... | bin/testsummary
 
 testenv:
 	bash $(TESTENV) start
+
+# The action's image from the Dockerfile, offline (see "The image" in the
+# README); needs the test environment's OpenTofu (make testenv).
+image:
+	bash hack/image.sh build
 
 testenv-stop:
 	bash $(TESTENV) stop

@@ -203,10 +203,26 @@ build() {
     --build-arg TERRAFORM_VERSION="$KUSIONPR_IMAGE_TERRAFORM_NAME" \
     -f "$ROOT/Dockerfile" -t "$IMAGE" "$ROOT"
   echo "$key|$(image_id "$IMAGE")" >"$DIR/image.stamp"
+  prune
   log "$IMAGE built ($(image_id "$IMAGE" | cut -c1-12))"
 }
 
 # print_env: the image and the buildah options that find it, once built.
+# prune: the unnamed images (steps of earlier builds) the last build did
+# not use, so the storage does not grow with every change. What it used,
+# cached or new, its log lists as "--> ID".
+prune() {
+  local keep id name n=0
+  # (buildah prints 11 characters of a new step's ID, all of a cached one's)
+  keep=$(sed -n 's/^--> \(Using cache \)\{0,1\}\([0-9a-f]\{11\}\).*/\2/p' "$LOGS/build-image.log" | sort -u)
+  while read -r id name; do
+    [ "$name" = "<none>" ] || continue
+    grep -qx "${id:0:11}" <<<"$keep" && continue
+    bh rmi "$id" >/dev/null 2>&1 && n=$((n + 1))
+  done < <(bh images --all --noheading --format '{{.ID}} {{.Name}}')
+  [ "$n" -eq 0 ] || log "removed $n images of earlier builds"
+}
+
 print_env() {
   [ -n "$DRIVER" ] || return 0
   printf 'export %s=%q\n' KUSIONPR_TEST_IMAGE "$IMAGE" \
