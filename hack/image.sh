@@ -174,6 +174,8 @@ terraform_feed() {
 # inputs_key: what the image is built from. Files ignored by git are left
 # out except the Terraform binary, which its checksum stands for.
 inputs_key() {
+  # Without git (a source archive), no key: buildah's own step cache decides.
+  git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 || { echo "no-git-$(date +%s%N)"; return; }
   {
     git -C "$ROOT" ls-files -z -co --exclude-standard | sort -z | (cd "$ROOT" && xargs -0 -r sha256sum 2>/dev/null)
     image_id "$GO_BASE"; image_id "$STATIC_BASE"; echo "$1"
