@@ -1,25 +1,39 @@
 # The action's image, which also holds the bot (cmd/bot, the GitHub App).
 # Each build step is a script of hack/ that CI also runs outside Docker, so
-# the image is no different from what the tests ran.
+# the image is no different from what the tests ran. hack/image.sh builds
+# this file as it is, offline, and runs it as GitHub's runner does.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends unzip && rm -rf /var/lib/apt/lists/*
-COPY go.mod go.sum ./
-RUN go mod download
-COPY . .
-RUN hack/build-action.sh /out/action /out/bot
-# Terraform, pinned by version and checksum, for stacks with Terraform resources.
+# Terraform, pinned by version and checksum, for stacks with Terraform
+# resources; before the sources, so a code change does not fetch it again.
+# TERRAFORM_FILE names a release zip or binary inside the build context to
+# use instead of the download, checked against the same checksum (for
+# builds with no access to releases.hashicorp.com; see hack/image.sh).
+COPY hack/install-terraform.sh /usr/local/bin/install-terraform
 ARG TERRAFORM_VERSION=1.11.4
 ARG TERRAFORM_SHA256=
-RUN mkdir -p /out/bin && hack/install-terraform.sh /out/bin "$TERRAFORM_VERSION" "$TERRAFORM_SHA256"
+ARG TERRAFORM_FILE=
+RUN --mount=type=bind,target=/context mkdir -p /out/bin && \
+    install-terraform /out/bin "$TERRAFORM_VERSION" "$TERRAFORM_SHA256" ${TERRAFORM_FILE:+"/context/$TERRAFORM_FILE"}
+# Modules and compiled packages live in cache mounts: a rebuild after a code
+# change compiles what changed, not everything.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    hack/build-action.sh /out/action /out/bot
 
-# Run: static binaries only; no shell, no package manager, not root.
-FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/action /usr/local/bin/action
-COPY --from=build /out/bot /usr/local/bin/bot
-COPY --from=build /out/bin/terraform /usr/local/bin/terraform
+# Run: static binaries only; no shell, no package manager. No USER: GitHub
+# runs a docker action as the image's user and mounts the workspace and the
+# files the action writes its outputs and summary to owned by the runner's
+# user (uid 1001), which only root can write; the bot runs as a non-root
+# user set where it is deployed (deploy/kubernetes/bot.yaml's
+# securityContext). No WORKDIR either: the runner sets the working directory
+# to the mounted workspace.
+FROM gcr.io/distroless/static-debian12
+COPY --from=build /out/action /out/bot /out/bin/terraform /usr/local/bin/
 ENV CHECKPOINT_DISABLE=1
-USER nonroot:nonroot
 # The entrypoint is the action. The bot is run by naming its binary as the
 # command, as deploy/kubernetes/bot.yaml does: command: ["/usr/local/bin/bot"]
 # (docker run --entrypoint /usr/local/bin/bot ...).

@@ -3,7 +3,11 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := hack/testenv.sh
 
+<<<<<<< HEAD
 .PHONY: build test unit testenv testenv-stop demo vet bench lint-workflows
+=======
+.PHONY: build test unit testenv testenv-stop demo vet bench image
+>>>>>>> i16-image
 
 build:
 	$(GO) build ./...
@@ -33,12 +37,18 @@ test: vet lint-workflows
 	$(GO) test -run '^$$' -fuzz '^FuzzReleaseStoreReader$$' -fuzztime 15s ./backend/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 15s ./chatops/
 	bash $(TESTENV) start
+	bash hack/image.sh build
 	$(GO) build -o bin/testsummary ./hack/testsummary
-	eval "$$(bash $(TESTENV) env)" && export KUSIONPR_REQUIRE_TESTENV=1 && set -o pipefail && \
+	eval "$$(bash $(TESTENV) env)" && eval "$$(bash hack/image.sh env)" && export KUSIONPR_REQUIRE_TESTENV=1 && set -o pipefail && \
 	  $(GO) test -json -race -timeout 30m ./... | bin/testsummary
 
 testenv:
 	bash $(TESTENV) start
+
+# The action's image from the Dockerfile, offline (see "The image" in the
+# README); needs the test environment's OpenTofu (make testenv).
+image:
+	bash hack/image.sh build
 
 testenv-stop:
 	bash $(TESTENV) stop

@@ -83,7 +83,7 @@ func TestAppAuthenticationRefusals(t *testing.T) {
 	ctx := context.Background()
 	key, pemKey := appKey(t)
 	_, otherPEM := appKey(t)
-	s := newServer(t, false)
+	s := newServer(t, false, nil)
 	s.SetAppKey(42, &key.PublicKey)
 	s.AddInstallationRepo(7, "octo", "web")
 	s.SetPullRequest("octo", "elsewhere", 1, "abc", "main", false)
@@ -132,7 +132,7 @@ func TestAppAuthenticationRefusals(t *testing.T) {
 func TestScopedInstallationToken(t *testing.T) {
 	ctx := context.Background()
 	key, pemKey := appKey(t)
-	s := newServer(t, false)
+	s := newServer(t, false, nil)
 	s.SetAppKey(42, &key.PublicKey)
 	s.AddInstallationRepo(7, "octo", "web")
 	s.AddInstallationRepo(7, "octo", "api")

@@ -157,7 +157,7 @@ func TestCommentLength(t *testing.T) {
 		{"multibyte at the limit", "é", 65536, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newServer(t, false)
+			s := newServer(t, false, nil)
 			gh := client(t, s)
 			ctx := context.Background()
 			body := strings.Repeat(tc.char, tc.length)
@@ -221,7 +221,7 @@ func TestViolations(t *testing.T) {
 		{"status description too long", "POST", "/repos/o/r/statuses/abc", `{"state":"success","description":"` + strings.Repeat("d", 141) + `"}`, false, 422, "description is too long"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newServer(t, false)
+			s := newServer(t, false, nil)
 			status, body := raw(t, s, tc.method, tc.path, tc.body, !tc.noAuth)
 			if status != tc.status {
 				t.Errorf("status %d, want %d: %s", status, tc.status, body)
@@ -243,7 +243,7 @@ func TestViolations(t *testing.T) {
 // TestAnswersChecked makes sure a fake answer GitHub's schema does not
 // allow is caught, while the documented example's own slips are not.
 func TestAnswersChecked(t *testing.T) {
-	s := newServer(t, false)
+	s := newServer(t, false, nil)
 	op := s.desc.ops["issues/get-comment"]
 	good := s.template(op.id, "200")
 	s.checkResponse(op, 200, mustJSON(t, good))

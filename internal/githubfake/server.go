@@ -12,6 +12,7 @@ package githubfake
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,10 @@ type Server struct {
 	// WithEnterpriseURLs (whose "api/v3/" suffix the fake accepts too).
 	URL string
 
+	// CAPEM is, for a fake of NewTLS, the PEM certificate of the authority
+	// that signed its certificate.
+	CAPEM []byte
+
 	desc             *description
 	hs               *httptest.Server
 	failOnViolations bool
@@ -53,6 +58,7 @@ type Call struct {
 	Query        url.Values
 	Body         []byte
 	Operation    string // operationId in GitHub's description; "" if none matched
+	At           time.Time
 }
 
 // New starts a fake. The test fails at its end if any request broke
@@ -60,19 +66,39 @@ type Call struct {
 // when hack/testenv.sh did not install GitHub's description.
 func New(t testing.TB) *Server {
 	t.Helper()
-	return newServer(t, true)
+	return newServer(t, true, nil)
+}
+
+// NewTLS starts a fake that answers over HTTPS only, with a certificate for
+// 127.0.0.1 signed by a certificate authority of the test's own, which
+// clients must be told to trust: CAPEM is that authority's certificate.
+func NewTLS(t testing.TB) *Server {
+	t.Helper()
+	ca, err := newTestCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, true, ca)
+	s.CAPEM = ca.pem
+	return s
 }
 
 // newServer with failOnViolations false lets the package's own tests make
 // bad requests on purpose and read Violations.
-func newServer(t testing.TB, failOnViolations bool) *Server {
+func newServer(t testing.TB, failOnViolations bool, ca *testCA) *Server {
 	t.Helper()
 	d, err := loadDescription(testenv.OctokitDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{desc: d, failOnViolations: failOnViolations, st: newState(d)}
-	s.hs = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if ca != nil {
+		s.hs.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf}}
+		s.hs.StartTLS()
+	} else {
+		s.hs.Start()
+	}
 	s.URL = s.hs.URL + "/"
 	t.Cleanup(func() {
 		s.hs.Close()
@@ -142,7 +168,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		decoded = path
 	}
-	call := Call{Method: r.Method, Path: decoded, Query: r.URL.Query(), Body: raw}
+	call := Call{Method: r.Method, Path: decoded, Query: r.URL.Query(), Body: raw, At: time.Now()}
 	where := r.Method + " " + decoded
 
 	s.mu.Lock()
