@@ -2,7 +2,13 @@
 # Each build step is a script of hack/ that CI also runs outside Docker, so
 # the image is no different from what the tests ran. hack/image.sh builds
 # this file as it is, offline, and runs it as GitHub's runner does.
-FROM golang:1.26-bookworm AS build
+# The build stage runs on the builder's own platform and cross-compiles
+# (static binaries, CGO off): an arm64 image is built at native speed, not
+# under emulation.
+FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
+# Set by the builder (BuildKit, buildah) for the image's platform.
+ARG TARGETOS
+ARG TARGETARCH
 WORKDIR /src
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends unzip && rm -rf /var/lib/apt/lists/*
 # Terraform, pinned by version and checksum, for stacks with Terraform
@@ -15,14 +21,14 @@ ARG TERRAFORM_VERSION=1.11.4
 ARG TERRAFORM_SHA256=
 ARG TERRAFORM_FILE=
 RUN --mount=type=bind,target=/context mkdir -p /out/bin && \
-    install-terraform /out/bin "$TERRAFORM_VERSION" "$TERRAFORM_SHA256" ${TERRAFORM_FILE:+"/context/$TERRAFORM_FILE"}
+    install-terraform /out/bin "$TERRAFORM_VERSION" "$TERRAFORM_SHA256" "${TERRAFORM_FILE:+/context/$TERRAFORM_FILE}" "$TARGETARCH"
 # Modules and compiled packages live in cache mounts: a rebuild after a code
 # change compiles what changed, not everything.
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    hack/build-action.sh /out/action /out/bot
+    GOOS=$TARGETOS GOARCH=$TARGETARCH hack/build-action.sh /out/action /out/bot
 
 # Run: static binaries only; no shell, no package manager. No USER: GitHub
 # runs a docker action as the image's user and mounts the workspace and the

@@ -198,11 +198,13 @@ build() {
     return
   fi
   log "building $IMAGE from $ROOT/Dockerfile (Terraform: $KUSIONPR_IMAGE_TERRAFORM_NAME, sha256 $sum)"
+  # TARGETOS/TARGETARCH: BuildKit sets them itself; this buildah does not.
   # --layers keeps each step, so only what changed runs again; the cache
   # mounts (Go modules, compiled packages) live in $DIR/tmp.
   step build-image bh bud --pull=never --isolation chroot --layers \
     --build-arg TERRAFORM_FILE="$FEED" --build-arg TERRAFORM_SHA256="$sum" \
     --build-arg TERRAFORM_VERSION="$KUSIONPR_IMAGE_TERRAFORM_NAME" \
+    --build-arg TARGETOS=linux --build-arg TARGETARCH="$(go env GOARCH)" \
     -f "$ROOT/Dockerfile" -t "$IMAGE" "$ROOT"
   echo "$key|$(image_id "$IMAGE")" >"$DIR/image.stamp"
   prune
