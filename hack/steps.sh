@@ -7,16 +7,20 @@ die() { printf '%s: error: %s\n' "$PREFIX" "$*" >&2; exit 1; }
 # since START: the time passed since $SECONDS was START, as 4m05s.
 since() { local d=$((SECONDS - $1)); printf '%dm%02ds' $((d / 60)) $((d % 60)); }
 
-# progress LOGFILE: how far a Go build is, from its -v output and "go: downloading" lines.
+# progress LOGFILE: how far a step is. For a Go build, from its -v output
+# (a line per package compiled: an import path alone on its line) and its
+# "go: downloading" lines; for anything else, its last line.
 progress() {
   local dl built last
   dl=$(grep -c '^go: downloading ' "$1" 2>/dev/null) || true
-  built=$(grep -cv '^go: \|^#\|^\s' "$1" 2>/dev/null) || true
+  built=$(grep -cE '^[A-Za-z0-9._~-]+(/[A-Za-z0-9._~+-]+)*$' "$1" 2>/dev/null) || true
   if [ "${built:-0}" -gt 0 ]; then
-    last=$(grep -v '^go: \|^#\|^\s' "$1" | tail -n 1)
+    last=$(grep -E '^[A-Za-z0-9._~-]+(/[A-Za-z0-9._~+-]+)*$' "$1" | tail -n 1)
     printf '%s packages compiled (last %s)' "$built" "$last"
   elif [ "${dl:-0}" -gt 0 ]; then
     printf '%s modules downloaded' "$dl"
+  elif last=$(tail -n 1 "$1" 2>/dev/null | tr -cd '[:print:]' | cut -c1-100) && [ -n "$last" ]; then
+    printf 'last output: %s' "$last"
   else
     printf 'still working'
   fi
