@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -33,6 +34,10 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	gctx, err := ga.Context()
 	if err != nil {
 		ga.Errorf("read the GitHub context: %v", err)
+		return 1
+	}
+	if err := checkFileCommands(); err != nil {
+		ga.Errorf("%v", err)
 		return 1
 	}
 	in := func(name string) string { return strings.TrimSpace(ga.GetInput(name)) }
@@ -320,4 +325,24 @@ func list(s string) []string {
 		}
 	}
 	return out
+}
+
+// checkFileCommands opens the files the step's outputs and summary go to,
+// as writing them will. The runner mounts them owned by its own user, so an
+// image that runs as another user cannot write them; that is found before
+// any comment is posted, with what to do, not at the end as a panic of the
+// toolkit's.
+func checkFileCommands() error {
+	for _, name := range []string{"GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"} {
+		path := os.Getenv(name)
+		if path == "" {
+			continue
+		}
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("cannot write %s (%s): %w; a Docker action must run as the image's default user, root: an image with a USER line cannot write the files the runner mounts", name, path, err)
+		}
+		f.Close()
+	}
+	return nil
 }

@@ -427,3 +427,32 @@ func TestForkPullRequest(t *testing.T) {
 		t.Errorf("apply of a fork's pull request: exit %d\n%s%s", run.code, run.stdout, run.stderr)
 	}
 }
+
+// TestUnwritableOutputsSayWhy: when the file the runner names in
+// GITHUB_OUTPUT cannot be written (an image run as a user other than the
+// runner's, a missing mount), the action stops before doing anything, with
+// an error naming the variable and what to do, not a panic.
+func TestUnwritableOutputsSayWhy(t *testing.T) {
+	dir := t.TempDir()
+	event := filepath.Join(dir, "event.json")
+	if err := os.WriteFile(event, []byte(`{"number": 1, "repository": {"full_name": "o/r", "id": 1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(actionBinary(t))
+	cmd.Env = append(os.Environ(), "GITHUB_ACTIONS=true", "GITHUB_EVENT_NAME=pull_request", "GITHUB_EVENT_PATH="+event,
+		"GITHUB_OUTPUT="+filepath.Join(dir, "missing", "output"), "GITHUB_STEP_SUMMARY="+filepath.Join(dir, "summary"),
+		"GITHUB_REPOSITORY=o/r", "GITHUB_API_URL=http://127.0.0.1:1", "INPUT_GITHUB-TOKEN=ghs_testtoken1234567890")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want 1; output:\n%s", err, out)
+	}
+	for _, want := range []string{"::error::cannot write GITHUB_OUTPUT", "no such file or directory", "run as the image's default user, root"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "panic") || strings.Contains(string(out), "goroutine ") {
+		t.Errorf("the action panicked:\n%s", out)
+	}
+}
