@@ -3,11 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := hack/testenv.sh
 
-<<<<<<< HEAD
-.PHONY: build test unit testenv testenv-stop demo vet bench lint-workflows
-=======
-.PHONY: build test unit testenv testenv-stop demo vet bench image
->>>>>>> i16-image
+.PHONY: build test unit testenv testenv-stop demo vet bench lint-workflows image
 
 build:
 	$(GO) build ./...
