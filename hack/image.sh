@@ -230,7 +230,9 @@ prune() {
 print_env() {
   [ -n "$DRIVER" ] || return 0
   printf 'export %s=%q\n' KUSIONPR_TEST_IMAGE "$IMAGE" \
-    KUSIONPR_TEST_BUILDAH_OPTIONS "--root $STORE/root --runroot $STORE/run --storage-driver $DRIVER"
+    KUSIONPR_TEST_BUILDAH_OPTIONS "--root $STORE/root --runroot $STORE/run --storage-driver $DRIVER" \
+    KUSIONPR_TEST_BUILDAH_TMPDIR "$DIR/tmp" \
+    KUSIONPR_TEST_IMAGE_TERRAFORM "$FEED"
 }
 
 # What install-terraform reports as the version: the fed binary is OpenTofu
