@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"sort"
@@ -29,6 +30,8 @@ type App struct {
 	// Transport carries the requests (default http.DefaultTransport): the
 	// bot counts calls and the rate limit there.
 	Transport http.RoundTripper
+	// Log gets a line per wait for GitHub's rate limits; nil: none.
+	Log *slog.Logger
 
 	mu         sync.Mutex
 	transports map[string]*ghinstallation.Transport
@@ -52,7 +55,10 @@ func (a *App) installation(id int64, repo string) (*github.Client, error) {
 	tr := a.transports[key]
 	if tr == nil {
 		var err error
-		if tr, err = ghinstallation.New(a.base(), a.ID, id, a.PrivateKey); err != nil {
+		// One rate-limit transport per installation token, the token's own
+		// requests included: GitHub limits and serializes per token.
+		limits := &Transport{Next: a.base(), Log: a.Log}
+		if tr, err = ghinstallation.New(limits, a.ID, id, a.PrivateKey); err != nil {
 			return nil, fmt.Errorf("github app %d: %w", a.ID, err)
 		}
 		if a.APIURL != "" {
@@ -66,7 +72,8 @@ func (a *App) installation(id int64, repo string) (*github.Client, error) {
 		}
 		a.transports[key] = tr
 	}
-	return github.NewClient(&http.Client{Transport: tr, Timeout: 2 * time.Minute}), nil
+	// The timeout leaves room for a request's waits for rate limits.
+	return github.NewClient(&http.Client{Transport: tr, Timeout: 2*time.Minute + DefaultMaxWait}), nil
 }
 
 // Installation returns a client for owner/repo acting as the App's
@@ -87,14 +94,14 @@ func (a *App) Installation(installationID int64, owner, repo string) (*Client, e
 
 // appsClient is a client authenticated as the App itself (its JWT).
 func (a *App) appsClient() (*Client, error) {
-	tr, err := ghinstallation.NewAppsTransport(a.base(), a.ID, a.PrivateKey)
+	tr, err := ghinstallation.NewAppsTransport(&Transport{Next: a.base(), Log: a.Log}, a.ID, a.PrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("github app %d: %w", a.ID, err)
 	}
 	if a.APIURL != "" {
 		tr.BaseURL = strings.TrimSuffix(a.APIURL, "/")
 	}
-	return newClient(github.NewClient(&http.Client{Transport: tr, Timeout: time.Minute}), a.APIURL, "", "")
+	return newClient(github.NewClient(&http.Client{Transport: tr, Timeout: time.Minute + DefaultMaxWait}), a.APIURL, "", "")
 }
 
 // Login is the user the App's installations write as: its bot user,

@@ -63,11 +63,23 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	owner, repo := gctx.Repo()
-	gh, err := githubapi.New(token, gctx.APIURL, owner, repo, &http.Client{Transport: red.Transport(http.DefaultTransport)})
+	limits := &githubapi.Transport{Next: red.Transport(http.DefaultTransport), Log: log}
+	if v := in("rate-limit-wait"); v != "" {
+		if limits.MaxWait, err = time.ParseDuration(v); err != nil || limits.MaxWait <= 0 {
+			ga.Errorf("input rate-limit-wait: %q is not a duration such as 2m", v)
+			return 2
+		}
+	}
+	gh, err := githubapi.New(token, gctx.APIURL, owner, repo, &http.Client{Transport: limits})
 	if err != nil {
 		ga.Errorf("%v", err)
 		return 1
 	}
+	defer func() {
+		if w := limits.Waited(); w > 0 {
+			ga.Infof("waited %s for GitHub rate limits", githubapi.Seconds(w))
+		}
+	}()
 	if u := in("comment-user"); u != "" {
 		gh.WriteAs(u)
 	}

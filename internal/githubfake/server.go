@@ -50,6 +50,50 @@ type Server struct {
 	calls      []Call
 	violations []string
 	st         state
+	faults     faults
+}
+
+// faults are GitHub's documented transient answers, injected per test.
+type faults struct {
+	secondaryAt int    // the Nth content-creating request (1-based) is rate limited
+	writes      int    // content-creating requests seen
+	serverError string // the next request of this method is answered 502
+}
+
+// SecondaryLimitOn makes the nth content-creating request (POST, PATCH,
+// PUT, DELETE; counted from 1, retries included) answer as GitHub's
+// secondary rate limit does: 403, Retry-After: 1, and its message.
+func (s *Server) SecondaryLimitOn(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.secondaryAt = n
+}
+
+// ServerErrorOnce makes the next request of method answer 502 Bad Gateway,
+// once.
+func (s *Server) ServerErrorOnce(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.serverError = method
+}
+
+// fault is the injected answer to a valid request, if any.
+func (s *Server) fault(method string) (response, bool) {
+	if method == s.faults.serverError {
+		s.faults.serverError = ""
+		return ghError(http.StatusBadGateway, "Server Error"), true
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return response{}, false
+	}
+	s.faults.writes++
+	if s.faults.writes != s.faults.secondaryAt {
+		return response{}, false
+	}
+	r := ghError(http.StatusForbidden, "You have exceeded a secondary rate limit and have been temporarily blocked from content creation. Please retry your request again later. If you reach out to GitHub Support for help, please include the request ID.")
+	r.header = http.Header{"Retry-After": {"1"}}
+	return r, true
 }
 
 // Call is one request the fake received.
@@ -210,6 +254,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if resp, ok := s.checkRequest(rq, raw); !ok {
 		s.violate("%s: %s", where, errorText(resp.body))
 		s.write(w, op, resp)
+		return
+	}
+	if resp, ok := s.fault(r.Method); ok {
+		// Not checked against the operation: GitHub answers these to any.
+		s.write(w, nil, resp)
 		return
 	}
 	resp := s.answer(rq)
