@@ -52,7 +52,10 @@ type Change struct {
 	Comment  string
 	GitHub   GitHub
 	Renderer *report.Renderer
-	Log      *slog.Logger
+	// Log takes the run's lines. Its caller names the pull request and
+	// the command in it (the bot's logger does, With); Change adds only
+	// the stack, so no key appears twice in one JSON line.
+	Log *slog.Logger
 }
 
 // StackOutcome is what happened to one stack.
@@ -105,7 +108,7 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.log().Info("stacks touched", "pullRequest", c.Number, "files", len(changed), "stacks", len(stacks))
+	c.log().Info("stacks touched", "files", len(changed), "stacks", len(stacks))
 
 	out := &Outcome{Stacks: make([]*StackOutcome, len(stacks))}
 	parallel := c.MaxParallel
@@ -197,7 +200,7 @@ func (c *Change) stack(ctx context.Context, st AffectedStack) *StackOutcome {
 	if cmd == Preview {
 		opts.DryRun = false
 	}
-	log.Info("running", "command", cmd, "dryRun", opts.DryRun)
+	log.Info("running", "operation", cmd, "dryRun", opts.DryRun)
 	run := RunStack(ctx, cmd, filepath.Join(c.Root, filepath.FromSlash(st.Dir)), opts)
 	so.Run, so.Err = run, c.relative(run.Err)
 	if run.Skipped != "" {

@@ -171,6 +171,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	switch {
 	case pr != nil:
 		change.Number, change.SHA = pr.number, pr.headSHA
+		change.Log = log.With("pullRequest", pr.number)
 		if pr.fork {
 			if cmd != workflow.Preview {
 				ga.Errorf("%s refused: pull request #%d comes from a fork; forks are only ever previewed", cmd, pr.number)
