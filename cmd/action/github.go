@@ -261,6 +261,11 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func
 		text = "No stack is touched by this change.\n"
 	}
 	ga.AddStepSummary(redact(text))
+	if len(out.Unreported) > 0 {
+		ga.Errorf("%s", redact(fmt.Sprintf("GitHub took neither the comment nor the check run of %d stack(s): %s; their results are in this log and the job summary",
+			len(out.Unreported), strings.Join(out.Unreported, ", "))))
+		return 1
+	}
 	if out.Failed {
 		return 1
 	}
