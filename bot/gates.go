@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -139,7 +140,11 @@ func (b *Bot) mergeRefusal(pr *githubapi.PullRequestDetail) string {
 	case "draft":
 		return "the pull request is a draft: mark it ready for review first"
 	case "unknown":
-		return "GitHub has not worked out yet whether the pull request merges; comment again in a minute"
+		// GitHub answers null while it computes, in the background, and the
+		// bot asked until mergeableWait's bound: name what it last said.
+		gave := cmp.Or(pr.MergeableState, "null")
+		return fmt.Sprintf("GitHub has not computed mergeability yet (after %s it still answered mergeable null, mergeable_state %s); comment %s again in a minute",
+			mergeableWait().Total, mdsafe.Code(gave), mdsafe.Code("/kusion apply"))
 	case "unstable":
 		return "a check of the head failed (mergeable_state unstable, which KUSIONPR_MERGEABLE_STATES does not accept)"
 	case "has_hooks":

@@ -58,9 +58,9 @@ func TestMergeRefusal(t *testing.T) {
 		{"dirty", &no, []string{"clean"}, "the branch conflicts with `main`"},
 		{"blocked", &yes, []string{"clean"}, "merging is blocked by a rule of `main`"},
 		{"draft", &yes, []string{"clean"}, "the pull request is a draft"},
-		{"unknown", nil, []string{"clean"}, "GitHub has not worked out yet whether the pull request merges"},
+		{"unknown", nil, []string{"clean"}, "GitHub has not computed mergeability yet (after 30s it still answered mergeable null, mergeable_state `unknown`); comment `/kusion apply` again in a minute"},
 		// mergeable null with a state: not computed, whatever the state says.
-		{"clean", nil, []string{"clean"}, "GitHub has not worked out yet"},
+		{"clean", nil, []string{"clean"}, "GitHub has not computed mergeability yet (after 30s it still answered mergeable null, mergeable_state `clean`)"},
 		{"unstable", &yes, []string{"clean"}, "mergeable_state unstable, which KUSIONPR_MERGEABLE_STATES does not accept"},
 		{"unstable", &yes, []string{"clean", "unstable"}, ""},
 		{"has_hooks", &yes, []string{"clean"}, "has_hooks, which KUSIONPR_MERGEABLE_STATES does not accept"},

@@ -293,6 +293,9 @@ func (b *Bot) run(ctx context.Context, j job) {
 		refuseErr("the run failed", err)
 		return
 	}
+	if len(out.Unreported) > 0 {
+		log.Error("GitHub took neither the comment nor the check run of some stacks: their results are only in this log", "unreported", out.Unreported)
+	}
 	var skipped []string
 	for _, so := range out.Stacks {
 		result := "success"

@@ -52,7 +52,10 @@ type Change struct {
 	Comment  string
 	GitHub   GitHub
 	Renderer *report.Renderer
-	Log      *slog.Logger
+	// Log takes the run's lines. Its caller names the pull request and
+	// the command in it (the bot's logger does, With); Change adds only
+	// the stack, so no key appears twice in one JSON line.
+	Log *slog.Logger
 }
 
 // StackOutcome is what happened to one stack.
@@ -68,6 +71,9 @@ type StackOutcome struct {
 	// reported for it.
 	Skipped string
 	Err     error
+	// Unreported: posting its comment or setting its check run failed and
+	// neither is on the pull request; its result is only in the log.
+	Unreported bool
 }
 
 // Outcome is what a Change did.
@@ -84,6 +90,9 @@ type Outcome struct {
 	Complete bool
 	// Failed: some stack could not be previewed, applied or reported.
 	Failed bool
+	// Unreported are the stacks with neither a comment nor a check run,
+	// as GitHub refused both (StackOutcome.Unreported).
+	Unreported []string
 }
 
 // Run previews (or applies) every stack the pull request touches, each in
@@ -105,7 +114,7 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.log().Info("stacks touched", "pullRequest", c.Number, "files", len(changed), "stacks", len(stacks))
+	c.log().Info("stacks touched", "files", len(changed), "stacks", len(stacks))
 
 	out := &Outcome{Stacks: make([]*StackOutcome, len(stacks))}
 	parallel := c.MaxParallel
@@ -131,6 +140,9 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 		current[c.key(so.Dir)] = true
 		if so.Err != nil {
 			out.Failed = true
+		}
+		if so.Unreported {
+			out.Unreported = append(out.Unreported, so.Dir)
 		}
 		if so.Summary.Create+so.Summary.Update+so.Summary.Delete > 0 {
 			out.Changed = true
@@ -197,7 +209,7 @@ func (c *Change) stack(ctx context.Context, st AffectedStack) *StackOutcome {
 	if cmd == Preview {
 		opts.DryRun = false
 	}
-	log.Info("running", "command", cmd, "dryRun", opts.DryRun)
+	log.Info("running", "operation", cmd, "dryRun", opts.DryRun)
 	run := RunStack(ctx, cmd, filepath.Join(c.Root, filepath.FromSlash(st.Dir)), opts)
 	so.Run, so.Err = run, c.relative(run.Err)
 	if run.Skipped != "" {
@@ -226,40 +238,83 @@ func (c *Change) stack(ctx context.Context, st AffectedStack) *StackOutcome {
 	}
 	so.Markdown = body
 	key := c.key(st.Dir)
-	parts := report.Split(body, report.SplitOptions{
-		Limit:    githubapi.MaxCommentLength,
-		MaxParts: c.maxParts(),
-		Header: func(i, n int) string {
-			return githubapi.Marker(key, i) + "\n*Stack " + mdsafe.Code(st.Dir) + fmt.Sprintf(", continued (%d of %d)*\n\n", i, n)
-		},
-		Footer:    func(i, n int) string { return fmt.Sprintf("\n\n*Continued in the next comment (%d of %d).*", i+1, n) },
-		Truncated: "\n\n> [!NOTE]\n> This preview is too long for comments: the rest is in the workflow run's job summary.",
-	})
+	parts := c.split(key, st.Dir, body)
+	// Each of the stack's two reports says when the other failed, so a
+	// refused request never leaves a stack with no visible result.
+	title := c.title(so)
+	var commentErr, checkErr error
 	if c.Number > 0 && c.comments(so) {
 		urls, err := c.GitHub.Publish(ctx, c.Number, key, parts)
 		if err != nil {
 			log.Error("publishing the comment failed", "error", err)
-			so.Err = errors.Join(so.Err, err)
+			commentErr = fmt.Errorf("posting the comment of stack %s: %w", st.Dir, err)
+			so.Err = errors.Join(so.Err, commentErr)
 		}
 		so.Comments = urls
 	}
 	urls := so.Comments
 
-	ck := githubapi.Check{Name: "kusion/" + c.kind() + ": " + st.Dir, Conclusion: "success", Title: c.title(so)}
+	ck := githubapi.Check{Name: "kusion/" + c.kind() + ": " + st.Dir, Conclusion: "success", Title: title}
 	if so.Err != nil {
 		ck.Conclusion = "failure"
 	}
 	ck.Summary = body
+	if commentErr != nil {
+		ck.Title = "comment not posted; " + title
+		ck.Summary = withNote(body, unreportedNote("The comment of this stack could not be posted", commentErr))
+	}
 	if len(urls) > 0 {
 		ck.DetailsURL = urls[0]
 	}
+	checkSet := false
 	if c.SHA != "" {
 		if err := c.GitHub.SetCheck(ctx, c.SHA, ck); err != nil {
 			log.Error("setting the check failed", "error", err)
-			so.Err = errors.Join(so.Err, err)
+			checkErr = fmt.Errorf("setting the check run %q: %w", ck.Name, err)
+			so.Err = errors.Join(so.Err, checkErr)
+		} else {
+			checkSet = true
 		}
 	}
+	if checkErr != nil && len(so.Comments) > 0 {
+		// The comment is edited in place to say its check is missing:
+		// the checks of the head would otherwise show nothing of it.
+		note := unreportedNote("The check run "+mdsafe.Code(ck.Name)+" could not be set, so the pull request's checks do not show this stack", checkErr)
+		parts := c.split(key, st.Dir, withNote(body, note))
+		if urls, err := c.GitHub.Publish(ctx, c.Number, key, parts); err != nil {
+			log.Error("noting the missing check in the comment failed", "error", err)
+			so.Err = errors.Join(so.Err, fmt.Errorf("noting the missing check run in the comment of stack %s: %w", st.Dir, err))
+		} else {
+			so.Comments = urls
+		}
+	}
+	so.Unreported = (commentErr != nil || checkErr != nil) && len(so.Comments) == 0 && !checkSet
 	return so
+}
+
+// split cuts a stack's report into comments, on Markdown boundaries.
+func (c *Change) split(key, dir, body string) []string {
+	return report.Split(body, report.SplitOptions{
+		Limit:    githubapi.MaxCommentLength,
+		MaxParts: c.maxParts(),
+		Header: func(i, n int) string {
+			return githubapi.Marker(key, i) + "\n*Stack " + mdsafe.Code(dir) + fmt.Sprintf(", continued (%d of %d)*\n\n", i, n)
+		},
+		Footer:    func(i, n int) string { return fmt.Sprintf("\n\n*Continued in the next comment (%d of %d).*", i+1, n) },
+		Truncated: "\n\n> [!NOTE]\n> This preview is too long for comments: the rest is in the workflow run's job summary.",
+	})
+}
+
+// withNote puts note under the report's first line, its hidden marker.
+func withNote(body, note string) string {
+	marker, rest, _ := strings.Cut(body, "\n")
+	return marker + "\n" + note + rest
+}
+
+// unreportedNote is a caution at the top of a stack's report saying which
+// of its two reports GitHub refused, and why.
+func unreportedNote(what string, err error) string {
+	return "> [!CAUTION]\n> " + what + ":\n\n" + mdsafe.Fence("text", model.MaskFingerprints(err.Error())) + "\n\n"
 }
 
 // comments says whether the stack's comment is published: on-change keeps

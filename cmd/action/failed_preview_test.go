@@ -91,14 +91,14 @@ func TestUnreachableClusterPreviewIsIncomplete(t *testing.T) {
 		t.Errorf("check run %q: %s, title %q; want a failure titled as incomplete", ck.Name, ck.Conclusion, ck.Title)
 	}
 
-	var summary map[string]map[string]int
+	var summary map[string]map[string]any
 	if err := json.Unmarshal([]byte(run.outputs["summary"]), &summary); err != nil {
 		t.Fatalf("output summary %q: %v", run.outputs["summary"], err)
 	}
-	want := map[string]int{"Create": 0, "Update": 0, "Delete": 0, "Unchanged": 0, "Drift": 0, "Errors": 3}
+	want := map[string]float64{"Create": 0, "Update": 0, "Delete": 0, "Unchanged": 0, "Drift": 0, "Errors": 3}
 	for k, v := range want {
 		if got := summary["apps/web/dev"][k]; got != v {
-			t.Errorf("output summary %s = %d, want %d (%s)", k, got, v, run.outputs["summary"])
+			t.Errorf("output summary %s = %v, want %v (%s)", k, got, v, run.outputs["summary"])
 		}
 	}
 	// Nothing is known to change, but nothing was previewed: a workflow
@@ -193,11 +193,11 @@ func TestOneFailingResourceOfFive(t *testing.T) {
 	if strings.Contains(body, repo.secret) || strings.Contains(run.stdout+run.stderr+run.summary, repo.secret) {
 		t.Error("the Secret's value is shown")
 	}
-	var summary map[string]map[string]int
+	var summary map[string]map[string]any
 	if err := json.Unmarshal([]byte(run.outputs["summary"]), &summary); err != nil {
 		t.Fatalf("output summary %q: %v", run.outputs["summary"], err)
 	}
-	if s := summary["apps/web/dev"]; s["Create"] != 4 || s["Unchanged"] != 0 || s["Errors"] != 1 {
+	if s := summary["apps/web/dev"]; s["Create"] != 4.0 || s["Unchanged"] != 0.0 || s["Errors"] != 1.0 {
 		t.Errorf("output summary %v, want 4 Create, 0 Unchanged, 1 Errors", s)
 	}
 	if run.outputs["changed"] != "true" || run.outputs["complete"] != "false" {

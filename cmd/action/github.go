@@ -183,6 +183,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	switch {
 	case pr != nil:
 		change.Number, change.SHA = pr.number, pr.headSHA
+		change.Log = log.With("pullRequest", pr.number)
 		if pr.fork {
 			if cmd != workflow.Preview {
 				ga.Errorf("%s refused: pull request #%d comes from a fork; forks are only ever previewed", cmd, pr.number)
@@ -225,6 +226,10 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func(string) string) int {
 	type counts struct {
 		Create, Update, Delete, Unchanged, Drift, Errors int
+		// Error is why the stack failed, when it did (its check run's
+		// failure): a stack nothing of which was previewed then counts
+		// one error, and never reads as an empty stack.
+		Error string `json:"error,omitempty"`
 	}
 	stacks := []string{}
 	summary := map[string]counts{}
@@ -233,7 +238,11 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func
 	for _, so := range out.Stacks {
 		stacks = append(stacks, so.Dir)
 		s := so.Summary
-		summary[so.Dir] = counts{s.Create, s.Update, s.Delete, s.UnChanged, s.Drift, s.Errors}
+		c := counts{s.Create, s.Update, s.Delete, s.UnChanged, s.Drift, s.Errors, ""}
+		if so.Err != nil {
+			c.Errors, c.Error = max(c.Errors, 1), model.MaskFingerprints(so.Err.Error())
+		}
+		summary[so.Dir] = c
 		urls[so.Dir] = so.Comments
 		ga.Group("stack " + so.Dir)
 		ga.Infof("%d to create, %d to update, %d to delete, %d unchanged, %d drifted, %d failed", s.Create, s.Update, s.Delete, s.UnChanged, s.Drift, s.Errors)
@@ -264,6 +273,11 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func
 		text = "No stack is touched by this change.\n"
 	}
 	ga.AddStepSummary(redact(text))
+	if len(out.Unreported) > 0 {
+		ga.Errorf("%s", redact(fmt.Sprintf("GitHub took neither the comment nor the check run of %d stack(s): %s; their results are in this log and the job summary",
+			len(out.Unreported), strings.Join(out.Unreported, ", "))))
+		return 1
+	}
 	if out.Failed {
 		return 1
 	}

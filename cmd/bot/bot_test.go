@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -776,4 +778,94 @@ func TestNoChangeMergeIsRecorded(t *testing.T) {
 	if got := kubectlGet(t, w.ns); got != "x" {
 		t.Errorf("the cluster holds %q, want the newest merge's %q", got, "x")
 	}
+}
+
+// TestLogLinesHaveNoRepeatedKeys: each of the bot's JSON log lines names a
+// key once, through a merge's apply, a comment's preview and a refusal
+// (a repeated key is legal JSON, but most log stores keep one of the two
+// or reject the line).
+func TestLogLinesHaveNoRepeatedKeys(t *testing.T) {
+	w := newWorld(t)
+	const number, head, merge = 71, "7171717171717171717171717171717171717171", "7272727272727272727272727272727272727272"
+	w.pullRequest(number, head)
+	w.gh.SetPermission(w.owner, w.repo, "writer", "write")
+	w.gh.SetPermission(w.owner, w.repo, "reader", "read")
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", w.prComment(number, "writer", "/kusion preview"))
+	w.waitFor("the preview", func() bool { return w.commentsContaining(number, "stack=apps/web/dev") >= 1 })
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", w.prComment(number, "reader", "/kusion apply"))
+	w.waitFor("the refusal", func() bool { return w.commentsContaining(number, "needs write or admin permission") == 1 })
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+	githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge))
+	w.waitFor("the apply", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
+
+	lines, withStack := 0, 0
+	for line := range strings.Lines(w.bots[0].logs.String()) {
+		keys, err := jsonKeys(line)
+		if err != nil {
+			t.Errorf("%v: %s", err, line)
+			continue
+		}
+		lines++
+		if slices.Contains(keys, "stack") && slices.Contains(keys, "pullRequest") && slices.Contains(keys, "command") {
+			withStack++
+		}
+	}
+	// The stack's own lines were read, not only the bot's.
+	if lines == 0 || withStack == 0 {
+		t.Errorf("%d log lines, %d naming the pull request, command and stack; want some of each:\n%s", lines, withStack, w.logs())
+	}
+}
+
+// jsonKeys returns the top-level keys of a log line, an error if it is not
+// one JSON object or if any object in it (at any depth) names a key twice:
+// a decoded map would hide the repeat, so the tokens are walked.
+func jsonKeys(line string) ([]string, error) {
+	dec := json.NewDecoder(strings.NewReader(line))
+	var walk func() ([]string, error)
+	walk = func() ([]string, error) {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch tok {
+		case json.Delim('{'):
+			var own []string
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				if slices.Contains(own, k.(string)) {
+					return nil, fmt.Errorf("key %q twice in one object", k)
+				}
+				own = append(own, k.(string))
+				if _, err := walk(); err != nil {
+					return nil, err
+				}
+			}
+			_, err = dec.Token()
+			return own, err
+		case json.Delim('['):
+			for dec.More() {
+				if _, err := walk(); err != nil {
+					return nil, err
+				}
+			}
+			_, err = dec.Token()
+			return nil, err
+		}
+		return nil, nil
+	}
+	keys, err := walk()
+	if err != nil {
+		return nil, err
+	}
+	if keys == nil {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("more after the JSON object")
+	}
+	return keys, nil
 }

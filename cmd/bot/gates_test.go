@@ -161,6 +161,45 @@ func TestApplyWaitsForMergeability(t *testing.T) {
 	}
 }
 
+// TestApplyRefusedWhileMergeabilityUnknown: GitHub answers mergeable null
+// past the bot's bound (30s): the apply of an approved, otherwise clean pull
+// request is refused, saying GitHub has not computed mergeability yet, what
+// it answered and to comment again; nothing reaches the cluster or the
+// store.
+func TestApplyRefusedWhileMergeabilityUnknown(t *testing.T) {
+	w := newWorld(t)
+	const number, head = 52, "5252525252525252525252525252525252525252"
+	w.gh.SetPermission(w.owner, w.repo, "writer", "write")
+	w.gh.SetPermission(w.owner, w.repo, "reviewer", "write")
+	w.pullRequest(number, head)
+	w.gh.SetPullRequestDetails(w.owner, w.repo, number, "author-dev", true)
+	w.gh.SetMergeableAfter(w.owner, w.repo, number, 1_000_000, "clean")
+	w.gh.SetReviews(w.owner, w.repo, number, []githubfake.Review{{User: "reviewer", State: "APPROVED"}})
+
+	ev := w.prComment(number, "writer", "/kusion apply")
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", ev)
+	got := w.refusal(number, ev)
+	for _, want := range []string{
+		"GitHub has not computed mergeability yet",
+		"it still answered mergeable null, mergeable_state `unknown`",
+		"comment `/kusion apply` again in a minute",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the reply says\n  %s\nwant it to say %q", got, want)
+		}
+	}
+	w.untouched(w.store(), "mergeability unknown")
+	reads := 0
+	for _, c := range w.gh.Calls() {
+		if c.Operation == "pulls/get" && strings.HasSuffix(c.Path, fmt.Sprintf("/pulls/%d", number)) {
+			reads++
+		}
+	}
+	if reads < 3 {
+		t.Errorf("the pull request was read %d times before the refusal; the bot should have asked again", reads)
+	}
+}
+
 // TestDeletedForkBot: a pull request whose head repository was deleted
 // (head.repo null) is a fork: never applied, previewed against the prior
 // release only.
