@@ -16,29 +16,14 @@ import (
 // of a three-stack preview it falls on, every stack still ends with its
 // comment and its check run, and the job log says how long the run waited.
 func TestPullRequestPreviewUnderSecondaryLimit(t *testing.T) {
-	kc := testenv.Kubeconfig(t)
-	repo := newPRRepo(t)
-	t.Cleanup(func() {
-		for _, s := range prStacks {
-			exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", repo.ns(s), "--ignore-not-found", "--wait=false").Run()
-		}
-	})
+	pr := newThreeStackPR(t)
 	waited := regexp.MustCompile(`waited [0-9]+s for GitHub rate limits`)
 	for _, nth := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("write %d limited", nth), func(t *testing.T) {
 			gh := githubfake.New(t)
 			gh.SecondaryLimitOn(nth)
-			env := map[string]string{"KUBECONFIG": kc, "INPUT_BACKEND": "file://" + filepath.Join(t.TempDir(), "releases")}
 			const number = 9
-			ev := prEvent(t, number, "3333333333333333333333333333333333333333")
-			o, r := owner(ev)
-			var files []githubfake.PullFile
-			for _, s := range prStacks {
-				files = append(files, githubfake.PullFile{Filename: s + "/spec.yaml", Status: "modified"})
-			}
-			gh.SetPullFiles(o, r, number, files)
-
-			run := runAction(t, gh, repo.root, "pull_request", ev, env)
+			run, o, r := pr.preview(t, gh, number, "3333333333333333333333333333333333333333")
 			if run.code != 0 {
 				t.Fatalf("action exited %d\n%s\n%s", run.code, run.stdout, run.stderr)
 			}
@@ -76,4 +61,37 @@ func TestPullRequestPreviewUnderSecondaryLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// threeStackPR is a checkout with the three stacks of prStacks, each
+// touched by the pull requests previewed on it, against the test cluster.
+type threeStackPR struct {
+	kubeconfig string
+	repo       *prRepo
+}
+
+func newThreeStackPR(t *testing.T) threeStackPR {
+	kc := testenv.Kubeconfig(t)
+	repo := newPRRepo(t)
+	t.Cleanup(func() {
+		for _, s := range prStacks {
+			exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", repo.ns(s), "--ignore-not-found", "--wait=false").Run()
+		}
+	})
+	return threeStackPR{kubeconfig: kc, repo: repo}
+}
+
+// preview runs the action on pull request number at sha, touching every
+// stack, against gh; it returns the run and the repository's owner and name.
+func (p threeStackPR) preview(t *testing.T, gh *githubfake.Server, number int, sha string) (actionRun, string, string) {
+	t.Helper()
+	env := map[string]string{"KUBECONFIG": p.kubeconfig, "INPUT_BACKEND": "file://" + filepath.Join(t.TempDir(), "releases")}
+	ev := prEvent(t, number, sha)
+	o, r := owner(ev)
+	var files []githubfake.PullFile
+	for _, s := range prStacks {
+		files = append(files, githubfake.PullFile{Filename: s + "/spec.yaml", Status: "modified"})
+	}
+	gh.SetPullFiles(o, r, number, files)
+	return runAction(t, gh, p.repo.root, "pull_request", ev, env), o, r
 }

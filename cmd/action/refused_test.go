@@ -1,13 +1,10 @@
 package main
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kusionpr/kusionpr/internal/githubfake"
-	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
 // TestRefusedCommentShowsInItsCheck drives the real action through a
@@ -17,26 +14,11 @@ import (
 // starting "comment not posted", and every other stack has its comment and
 // its successful check.
 func TestRefusedCommentShowsInItsCheck(t *testing.T) {
-	kc := testenv.Kubeconfig(t)
-	repo := newPRRepo(t)
-	t.Cleanup(func() {
-		for _, s := range prStacks {
-			exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", repo.ns(s), "--ignore-not-found", "--wait=false").Run()
-		}
-	})
+	pr := newThreeStackPR(t)
 	gh := githubfake.New(t)
 	gh.ServerErrorOnce("POST")
-	env := map[string]string{"KUBECONFIG": kc, "INPUT_BACKEND": "file://" + filepath.Join(t.TempDir(), "releases")}
 	const number = 11
-	ev := prEvent(t, number, "4444444444444444444444444444444444444444")
-	o, r := owner(ev)
-	var files []githubfake.PullFile
-	for _, s := range prStacks {
-		files = append(files, githubfake.PullFile{Filename: s + "/spec.yaml", Status: "modified"})
-	}
-	gh.SetPullFiles(o, r, number, files)
-
-	run := runAction(t, gh, repo.root, "pull_request", ev, env)
+	run, o, r := pr.preview(t, gh, number, "4444444444444444444444444444444444444444")
 	if run.code == 0 {
 		t.Errorf("the action passed although a stack's comment was refused")
 	}
