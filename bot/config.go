@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -73,6 +74,9 @@ type Config struct {
 	// ReadyTimeout is how long an apply waits for each Kubernetes object
 	// to be ready, or gone once deleted (KUSIONPR_READY_TIMEOUT, default 5m).
 	ReadyTimeout time.Duration `json:"readyTimeout"`
+	// RateLimitWait bounds how long one GitHub request waits for GitHub's
+	// rate limits before it fails (KUSIONPR_RATE_LIMIT_WAIT, default 2m).
+	RateLimitWait time.Duration `json:"rateLimitWait"`
 	// HoldWait is how long an apply waits for another run holding its
 	// stack to end (KUSIONPR_HOLD_WAIT, default 30m).
 	HoldWait time.Duration `json:"holdWait"`
@@ -124,7 +128,7 @@ type Config struct {
 func LoadConfig(getenv func(string) string) (*Config, error) {
 	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4,
 		RequireApproval: true, RequireMergeable: true, RequireChecks: true, MergeableStates: []string{"clean"}, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
-		HoldWait: 30 * time.Minute, ReadyTimeout: kubernetes.DefaultReadyTimeout, RecoverWindow: 24 * time.Hour,
+		HoldWait: 30 * time.Minute, ReadyTimeout: kubernetes.DefaultReadyTimeout, RateLimitWait: githubapi.DefaultMaxWait, RecoverWindow: 24 * time.Hour,
 		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {
 		b, err := os.ReadFile(path)
@@ -219,6 +223,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	dur("KUSIONPR_LEASE", &c.Lease)
 	dur("KUSIONPR_HOLD_WAIT", &c.HoldWait)
 	dur("KUSIONPR_READY_TIMEOUT", &c.ReadyTimeout)
+	dur("KUSIONPR_RATE_LIMIT_WAIT", &c.RateLimitWait)
 	dur("KUSIONPR_RECOVER_WINDOW", &c.RecoverWindow)
 	num("KUSIONPR_MAX_UNVERIFIED_BYTES", func(n int64) { c.MaxUnverifiedBytes = n })
 	num("KUSIONPR_MAX_CHECKOUT_BYTES", func(n int64) { c.MaxCheckoutBytes = n })
@@ -265,6 +270,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		if _, err := os.Stat(path); err != nil {
 			errs = append(errs, fmt.Errorf("KUSIONPR_KUBECONFIGS: workspace %s: %w", ws, err))
 		}
+	}
+	if c.RateLimitWait <= 0 {
+		errs = append(errs, fmt.Errorf("KUSIONPR_RATE_LIMIT_WAIT: %s is not a positive duration: want one such as 90s or 10m (default 2m)", c.RateLimitWait))
 	}
 	if c.ReadyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_READY_TIMEOUT: %s is not a positive duration: want one such as 90s or 10m (default 5m)", c.ReadyTimeout))
@@ -332,6 +340,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		Lease           *string `json:"lease"`
 		HoldWait        *string `json:"holdWait"`
 		ReadyTimeout    *string `json:"readyTimeout"`
+		RateLimitWait   *string `json:"rateLimitWait"`
 		RecoverWindow   *string `json:"recoverWindow"`
 	}{plain: (*plain)(c)}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -349,6 +358,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		{"lease", aux.Lease, &c.Lease},
 		{"holdWait", aux.HoldWait, &c.HoldWait},
 		{"readyTimeout", aux.ReadyTimeout, &c.ReadyTimeout},
+		{"rateLimitWait", aux.RateLimitWait, &c.RateLimitWait},
 		{"recoverWindow", aux.RecoverWindow, &c.RecoverWindow},
 	} {
 		if d.v == nil {

@@ -117,6 +117,9 @@ func TestLoadConfig(t *testing.T) {
 		{"a readiness timeout of zero", with("KUSIONPR_READY_TIMEOUT", "0s"), nil, "KUSIONPR_READY_TIMEOUT: 0s is not a positive duration: want one such as 90s or 10m (default 5m)"},
 		{"a negative readiness timeout", with("KUSIONPR_READY_TIMEOUT", "-1m"), nil, "KUSIONPR_READY_TIMEOUT: -1m0s is not a positive duration"},
 		{"a readiness timeout without a unit", with("KUSIONPR_READY_TIMEOUT", "300"), nil, "KUSIONPR_READY_TIMEOUT: time: missing unit"},
+		{"the rate-limit wait's default", base, func(c *Config) bool { return c.RateLimitWait == 2*time.Minute }, ""},
+		{"a rate-limit wait", with("KUSIONPR_RATE_LIMIT_WAIT", "10m"), func(c *Config) bool { return c.RateLimitWait == 10*time.Minute }, ""},
+		{"a rate-limit wait of zero", with("KUSIONPR_RATE_LIMIT_WAIT", "0s"), nil, "KUSIONPR_RATE_LIMIT_WAIT: 0s is not a positive duration: want one such as 90s or 10m (default 2m)"},
 		{"an unknown setting in the file", with("KUSIONPR_CONFIG", bad), nil, `unknown field "workspaces"`},
 		{"a bad duration in the file", with("KUSIONPR_CONFIG", badDur), nil, "lease: time: invalid duration"},
 		{"load limits' defaults", base, func(c *Config) bool {

@@ -17,6 +17,7 @@ type metrics struct {
 	queue     prometheus.Gauge
 	apiCalls  *prometheus.CounterVec
 	rateLeft  prometheus.Gauge
+	rateWait  prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -33,8 +34,10 @@ func newMetrics() *metrics {
 			Help: "GitHub API requests by status code."}, []string{"code"}),
 		rateLeft: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kusionpr_github_rate_limit_remaining",
 			Help: "The rate limit GitHub last reported remaining."}),
+		rateWait: prometheus.NewCounter(prometheus.CounterOpts{Name: "kusionpr_github_rate_limit_wait_seconds_total",
+			Help: "Time GitHub requests waited for GitHub's rate limits (and retried a server error), in all."}),
 	}
-	m.reg.MustRegister(m.webhooks, m.runs, m.durations, m.queue, m.apiCalls, m.rateLeft)
+	m.reg.MustRegister(m.webhooks, m.runs, m.durations, m.queue, m.apiCalls, m.rateLeft, m.rateWait)
 	return m
 }
 

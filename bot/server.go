@@ -53,7 +53,8 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	base, cancel := context.WithCancel(context.Background())
 	b := &Bot{
 		cfg: cfg, secret: secret, log: log, m: m, renderer: r,
-		app:  &githubapi.App{ID: cfg.AppID, PrivateKey: []byte(cfg.PrivateKey), APIURL: cfg.APIURL, Transport: counting{next: http.DefaultTransport, m: m}, Log: log},
+		app: &githubapi.App{ID: cfg.AppID, PrivateKey: []byte(cfg.PrivateKey), APIURL: cfg.APIURL, Transport: counting{next: http.DefaultTransport, m: m}, Log: log,
+			MaxWait: cfg.RateLimitWait, OnWait: func(d time.Duration) { m.rateWait.Add(d.Seconds()) }},
 		q:    newQueue(cfg.Concurrency, m),
 		seen: webhook.NewDedup(10000, 24*time.Hour),
 		base: base, cancel: cancel,

@@ -32,10 +32,26 @@ type App struct {
 	Transport http.RoundTripper
 	// Log gets a line per wait for GitHub's rate limits; nil: none.
 	Log *slog.Logger
+	// MaxWait bounds one request's waits for rate limits (0:
+	// DefaultMaxWait); OnWait hears of each wait.
+	MaxWait time.Duration
+	OnWait  func(time.Duration)
 
 	mu         sync.Mutex
 	transports map[string]*ghinstallation.Transport
 	login      string // the App's bot user, once read
+}
+
+// limits is a new rate-limit transport over the App's base transport.
+func (a *App) limits() *Transport {
+	return &Transport{Next: a.base(), Log: a.Log, MaxWait: a.MaxWait, OnWait: a.OnWait}
+}
+
+func (a *App) maxWait() time.Duration {
+	if a.MaxWait > 0 {
+		return a.MaxWait
+	}
+	return DefaultMaxWait
 }
 
 func (a *App) base() http.RoundTripper {
@@ -57,7 +73,7 @@ func (a *App) installation(id int64, repo string) (*github.Client, error) {
 		var err error
 		// One rate-limit transport per installation token, the token's own
 		// requests included: GitHub limits and serializes per token.
-		limits := &Transport{Next: a.base(), Log: a.Log}
+		limits := a.limits()
 		if tr, err = ghinstallation.New(limits, a.ID, id, a.PrivateKey); err != nil {
 			return nil, fmt.Errorf("github app %d: %w", a.ID, err)
 		}
@@ -73,7 +89,7 @@ func (a *App) installation(id int64, repo string) (*github.Client, error) {
 		a.transports[key] = tr
 	}
 	// The timeout leaves room for a request's waits for rate limits.
-	return github.NewClient(&http.Client{Transport: tr, Timeout: 2*time.Minute + DefaultMaxWait}), nil
+	return github.NewClient(&http.Client{Transport: tr, Timeout: 2*time.Minute + a.maxWait()}), nil
 }
 
 // Installation returns a client for owner/repo acting as the App's
@@ -94,14 +110,14 @@ func (a *App) Installation(installationID int64, owner, repo string) (*Client, e
 
 // appsClient is a client authenticated as the App itself (its JWT).
 func (a *App) appsClient() (*Client, error) {
-	tr, err := ghinstallation.NewAppsTransport(&Transport{Next: a.base(), Log: a.Log}, a.ID, a.PrivateKey)
+	tr, err := ghinstallation.NewAppsTransport(a.limits(), a.ID, a.PrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("github app %d: %w", a.ID, err)
 	}
 	if a.APIURL != "" {
 		tr.BaseURL = strings.TrimSuffix(a.APIURL, "/")
 	}
-	return newClient(github.NewClient(&http.Client{Transport: tr, Timeout: time.Minute + DefaultMaxWait}), a.APIURL, "", "")
+	return newClient(github.NewClient(&http.Client{Transport: tr, Timeout: time.Minute + a.maxWait()}), a.APIURL, "", "")
 }
 
 // Login is the user the App's installations write as: its bot user,

@@ -48,6 +48,9 @@ type Transport struct {
 	// MaxWait bounds the total wait of one request (0: DefaultMaxWait).
 	MaxWait time.Duration
 	Log     *slog.Logger // each wait, at Info; nil: no log
+	// OnWait, if set, hears of each wait as it ends (the bot counts them
+	// in its metrics).
+	OnWait func(d time.Duration)
 
 	// sleep waits d or until ctx ends; now and jitter are the clock and the
 	// random part of a wait. Tests replace them.
@@ -286,6 +289,9 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, status int, d t
 	t.mu.Lock()
 	t.waited += d
 	t.mu.Unlock()
+	if t.OnWait != nil {
+		t.OnWait(d)
+	}
 	return nil
 }
 

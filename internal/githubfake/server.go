@@ -58,6 +58,17 @@ type faults struct {
 	secondaryAt int    // the Nth content-creating request (1-based) is rate limited
 	writes      int    // content-creating requests seen
 	serverError string // the next request of this method is answered 502
+	secondaryOp string // the next request of this operation is rate limited
+}
+
+// SecondaryLimitOnOperation makes the next request of the operation
+// (GitHub's operationId, as "issues/create-comment") answer as
+// SecondaryLimitOn's does, once: for a test whose other writes come at
+// times it does not control.
+func (s *Server) SecondaryLimitOnOperation(op string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.secondaryOp = op
 }
 
 // SecondaryLimitOn makes the nth content-creating request (POST, PATCH,
@@ -78,7 +89,7 @@ func (s *Server) ServerErrorOnce(method string) {
 }
 
 // fault is the injected answer to a valid request, if any.
-func (s *Server) fault(method string) (response, bool) {
+func (s *Server) fault(method, op string) (response, bool) {
 	if method == s.faults.serverError {
 		s.faults.serverError = ""
 		return ghError(http.StatusBadGateway, "Server Error"), true
@@ -88,7 +99,9 @@ func (s *Server) fault(method string) (response, bool) {
 		return response{}, false
 	}
 	s.faults.writes++
-	if s.faults.writes != s.faults.secondaryAt {
+	if op != "" && op == s.faults.secondaryOp {
+		s.faults.secondaryOp = ""
+	} else if s.faults.writes != s.faults.secondaryAt {
 		return response{}, false
 	}
 	r := ghError(http.StatusForbidden, "You have exceeded a secondary rate limit and have been temporarily blocked from content creation. Please retry your request again later. If you reach out to GitHub Support for help, please include the request ID.")
@@ -256,7 +269,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.write(w, op, resp)
 		return
 	}
-	if resp, ok := s.fault(r.Method); ok {
+	if resp, ok := s.fault(r.Method, op.id); ok {
 		// Not checked against the operation: GitHub answers these to any.
 		s.write(w, nil, resp)
 		return
