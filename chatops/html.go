@@ -38,8 +38,10 @@ func (t *htmlTokenizer) hides() bool { return t.state != tokData || t.depth > 0 
 
 // containers are the elements whose content a Markdown block can land in
 // and which hide it, fold it or make it something else than a paragraph's
-// text. Elements whose end tag is optional (p, li, td, ...) close by
-// themselves and are left out, as are inline elements and unknown names
+// text: code (<pre>, <code>), list items, headings, table parts. Those
+// whose end tag is optional (li, td, ...) count as open until it comes:
+// a command is missed rather than taken from inside one. Left out: void
+// elements (<img>, <br>), which hold nothing, <p>, and unknown names
 // (GitHub drops unknown tags and keeps their text).
 var containers = map[string]bool{}
 
@@ -52,7 +54,8 @@ var rawText = map[string]bool{
 func init() {
 	for _, n := range strings.Fields(`a address article aside audio blockquote canvas center details dialog
 		dir div dl fieldset figure footer form header main map math menu nav object ol picture section select
-		summary svg table template ul video`) {
+		summary svg table template ul video pre code li dt dd h1 h2 h3 h4 h5 h6 thead tbody tfoot tr td th
+		caption figcaption option optgroup head`) {
 		containers[n] = true
 	}
 }
