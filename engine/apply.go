@@ -90,10 +90,7 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		// objects say: the run goes on to take the stack (and be told who
 		// holds it) or to record a release that ends well.
 		p, err := e.preview(ctx, st, latest)
-		// With no release yet, objects that already match are adopted,
-		// and that is recorded: the release is what later previews,
-		// destroys and the project's ownership know them by.
-		if err == nil && p.Settled() && (latest != nil || len(p.StepKeys) == 0) {
+		if err == nil && p.Settled() {
 			e.logger().Info(verb+": nothing to change; no release written", "project", st.Project, "workspace", st.Workspace, "stack", st.Stack)
 			return &Result{Preview: p, Unchanged: true}, nil
 		}

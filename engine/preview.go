@@ -128,8 +128,13 @@ func (p *Preview) HasChanges() bool {
 // previewed, unchanged, with no change of its spec and no drift. A spec
 // change the live objects already match, or drift in fields the spec does
 // not own, is not settled: a release records the new spec or the live
-// state.
+// state. With no prior release, objects that already match are adopted,
+// and that is recorded: the release is what later previews, destroys and
+// the project's ownership know them by.
 func (p *Preview) Settled() bool {
+	if p.PriorRevision == 0 && len(p.StepKeys) > 0 {
+		return false
+	}
 	for _, st := range p.Steps() {
 		if st.Action != UnChanged || st.Error != "" || len(st.SpecChanges) > 0 || len(st.Drift) > 0 {
 			return false
