@@ -64,15 +64,6 @@ pick_driver() {
   log "storage driver: $DRIVER"
 }
 
-need_pkg() { # COMMAND PACKAGE...
-  command -v "$1" >/dev/null 2>&1 && return
-  shift
-  [ "$(id -u)" -eq 0 ] || die "$1 is missing and this user cannot apt-get install $*"
-  log "installing $* from Debian's packages"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null) \
-    || die "apt-get install $* failed"
-}
-
 have_image() { bh inspect --type image "$1" >/dev/null 2>&1; }
 image_id() { bh inspect --type image --format '{{.FromImageID}}' "$1" 2>/dev/null; }
 
@@ -81,7 +72,7 @@ image_id() { bh inspect --type image --format '{{.FromImageID}}' "$1" 2>/dev/nul
 # download), cached.
 make_rootfs() {
   [ -f "$ROOTFS/.done" ] && return
-  need_pkg debootstrap debootstrap
+  need_pkg debootstrap "it makes the Go base image's root filesystem" debootstrap
   rm -rf "$ROOTFS"
   step debootstrap-bookworm debootstrap --variant=minbase --include=ca-certificates,curl,netbase \
     bookworm "$ROOTFS" "$DEBIAN_MIRROR"
@@ -183,7 +174,7 @@ inputs_key() {
 }
 
 build() {
-  need_pkg buildah buildah
+  need_pkg buildah "it builds and runs the image" buildah
   mkdir -p "$DIR/tmp" "$LOGS"
   pick_driver
   mkdir -p "$STORE"

@@ -18,14 +18,6 @@ PREFIX=lint-workflows
 # log, die and step (a long command with a progress line every 30 s).
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 
-need_shellcheck() {
-  command -v shellcheck >/dev/null 2>&1 && return
-  [ "$(id -u)" -eq 0 ] || die "shellcheck is missing (apt-get install shellcheck): actionlint checks run: scripts with it"
-  log "installing shellcheck"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null) ||
-    die "apt-get install shellcheck failed"
-}
-
 need_actionlint() {
   [ -x "$ACTIONLINT" ] && return
   command -v go >/dev/null 2>&1 || die "go is missing: actionlint is built from the Go module proxy"
@@ -42,7 +34,7 @@ need_actionlint() {
 }
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-need_shellcheck
+need_pkg shellcheck "actionlint checks run: scripts with it" shellcheck
 need_actionlint
 
 shopt -s nullglob

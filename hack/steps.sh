@@ -1,8 +1,21 @@
-# Sourced by hack/testenv.sh and hack/demo.sh: messages prefixed with $PREFIX,
-# and step, which runs a long command quietly with a line at least every 30 s,
-# so a first build (tens of minutes) never looks stuck. Needs $LOGS.
+# Sourced by the scripts of hack/: messages prefixed with $PREFIX; need_pkg,
+# which installs a missing command from Debian's packages; and step, which
+# runs a long command quietly with a line at least every 30 s, so a first
+# build (tens of minutes) never looks stuck. step needs $LOGS.
 log() { printf '%s: %s\n' "$PREFIX" "$*" >&2; }
 die() { printf '%s: error: %s\n' "$PREFIX" "$*" >&2; exit 1; }
+
+# need_pkg COMMAND WHY PACKAGE...: install PACKAGE... from Debian's packages
+# when COMMAND is not on PATH (as root; otherwise say what to install).
+need_pkg() {
+  local cmd=$1 why=$2
+  shift 2
+  command -v "$cmd" >/dev/null 2>&1 && return
+  [ "$(id -u)" -eq 0 ] || die "$cmd is missing (apt-get install $*): $why"
+  log "installing $* from Debian's packages"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null) \
+    || die "apt-get install $* failed"
+}
 
 # since START: the time passed since $SECONDS was START, as 4m05s.
 since() { local d=$((SECONDS - $1)); printf '%dm%02ds' $((d / 60)) $((d % 60)); }

@@ -55,10 +55,7 @@ PREFIX=testenv
 
 need_etcd() {
   if command -v etcd >/dev/null 2>&1; then return; fi
-  log "installing etcd-server from Debian's packages"
-  if [ "$(id -u)" -ne 0 ]; then die "etcd is not installed and this user cannot apt-get install etcd-server"; fi
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null) \
-    || die "apt-get install etcd-server failed"
+  need_pkg etcd "the test cluster stores its state in it" etcd-server
   # The package starts a system etcd on 2379; ours runs on its own ports, so stop that one.
   (systemctl stop etcd 2>/dev/null || service etcd stop 2>/dev/null || pkill -x etcd || true) >/dev/null 2>&1
 }
@@ -283,23 +280,13 @@ print_env() {
 }
 
 need_tools() {
-  command -v openssl >/dev/null 2>&1 || {
-    [ "$(id -u)" -eq 0 ] || die "openssl is missing (apt-get install openssl)"
-    log "installing openssl"; (apt-get update -qq && apt-get install -y -qq openssl >/dev/null) || die "apt-get install openssl failed"
-  }
+  need_pkg openssl "it makes the cluster's service-account key" openssl
   command -v go >/dev/null 2>&1 || die "go is missing: the test binaries are built from the Go module proxy"
-  command -v curl >/dev/null 2>&1 || {
-    [ "$(id -u)" -eq 0 ] || die "curl is missing (apt-get install curl)"
-    log "installing curl"; (apt-get update -qq && apt-get install -y -qq curl >/dev/null) || die "apt-get install curl failed"
-  }
+  need_pkg curl "it checks the object stores are up" curl
 }
 
 need_npm() {
-  command -v npm >/dev/null 2>&1 || {
-    [ "$(id -u)" -eq 0 ] || die "node and npm are missing (apt-get install nodejs npm): Azurite needs them"
-    log "installing nodejs and npm"
-    (apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null) || die "apt-get install nodejs npm failed"
-  }
+  need_pkg npm "Azurite and GitHub's payloads come from npm" nodejs npm
 }
 
 # kubectl from PATH, else the one built with the cluster.
