@@ -253,7 +253,7 @@ print_env() {
     CHECKPOINT_DISABLE 1 \
     KUSIONPR_TEST_TERRAFORM_BINARIES "$(terraform_binaries)"
   # Tests and benchmarks run kubectl from PATH.
-  if [ -x "$TOOLS/kubectl" ] && ! type -P kubectl >/dev/null; then
+  if built_kubectl; then
     printf 'export PATH=%q:"$PATH"\n' "$TOOLS"
   fi
   if [ -f "$OCTOKIT_DIR/.installed" ]; then
@@ -289,9 +289,12 @@ need_npm() {
   need_pkg npm "Azurite and GitHub's payloads come from npm" nodejs npm
 }
 
+# built_kubectl: PATH has no kubectl and the cluster's build made one.
+built_kubectl() { [ -x "$TOOLS/kubectl" ] && ! type -P kubectl >/dev/null; }
+
 # kubectl from PATH, else the one built with the cluster.
 kubectl() {
-  if [ -x "$TOOLS/kubectl" ] && ! type -P kubectl >/dev/null; then "$TOOLS/kubectl" "$@"; else command kubectl "$@"; fi
+  if built_kubectl; then "$TOOLS/kubectl" "$@"; else command kubectl "$@"; fi
 }
 
 # kill_tree PID: PID and every process under it (a go build's compilers).
