@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/google/go-github/v60/github"
 )
@@ -21,6 +22,10 @@ type Client struct {
 	// self is the login the client writes comments as: only comments of
 	// this user are ours to edit, mark outdated or delete.
 	self func(context.Context) (string, error)
+
+	commentsMu sync.Mutex
+	// listed are the client's marker comments per issue (ours).
+	listed map[int][]comment
 }
 
 // ActionsLogin is the user GitHub Actions' GITHUB_TOKEN acts as: the token

@@ -3,7 +3,9 @@ package githubapi
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,7 +60,44 @@ type comment struct {
 // ours lists the issue's comments that carry a marker and that the
 // client's own user wrote. Anyone can start a comment with our marker; a
 // stranger's is never edited, marked outdated or deleted.
+//
+// The list is read from GitHub once per client and issue, then kept up to
+// date by the client's own writes: a run publishing 200 stacks would
+// otherwise read every page of the pull request's comments 200 times. A
+// client lives for one run (one action step, one bot job); only its own
+// writes change its comments meanwhile, and a comment someone deleted is
+// created again (Publish).
 func (c *Client) ours(ctx context.Context, issue int) ([]comment, error) {
+	c.commentsMu.Lock()
+	defer c.commentsMu.Unlock()
+	if cs, ok := c.listed[issue]; ok {
+		return slices.Clone(cs), nil
+	}
+	cs, err := c.listOurs(ctx, issue)
+	if err != nil {
+		return nil, err
+	}
+	if c.listed == nil {
+		c.listed = map[int][]comment{}
+	}
+	c.listed[issue] = cs
+	return slices.Clone(cs), nil
+}
+
+// remember records a write of the client's own in its list of issue's
+// comments: cm replaces the comment of its id, or is added; a deleted
+// comment is dropped.
+func (c *Client) remember(issue int, cm comment, deleted bool) {
+	c.commentsMu.Lock()
+	defer c.commentsMu.Unlock()
+	cs := slices.DeleteFunc(c.listed[issue], func(o comment) bool { return o.id == cm.id })
+	if !deleted {
+		cs = append(cs, cm)
+	}
+	c.listed[issue] = cs
+}
+
+func (c *Client) listOurs(ctx context.Context, issue int) ([]comment, error) {
 	if c.self == nil {
 		return nil, fmt.Errorf("comments of #%d: the client does not know its own login", issue)
 	}
@@ -118,25 +157,44 @@ func (c *Client) Publish(ctx context.Context, issue int, key string, parts []str
 			if cm.body == body {
 				continue
 			}
-			if _, _, err := c.gh.Issues.EditComment(ctx, c.owner, c.repo, cm.id, &github.IssueComment{Body: github.String(body)}); err != nil {
+			_, resp, err := c.gh.Issues.EditComment(ctx, c.owner, c.repo, cm.id, &github.IssueComment{Body: github.String(body)})
+			if err == nil {
+				cm.body = body
+				c.remember(issue, cm, false)
+				continue
+			}
+			if resp == nil || resp.StatusCode != http.StatusNotFound {
 				return nil, fmt.Errorf("edit comment %d on #%d: %w", cm.id, issue, err)
 			}
-			continue
+			// Deleted since it was listed: posted again below.
+			c.remember(issue, cm, true)
 		}
 		ic, _, err := c.gh.Issues.CreateComment(ctx, c.owner, c.repo, issue, &github.IssueComment{Body: github.String(body)})
 		if err != nil {
 			return nil, fmt.Errorf("comment on #%d: %w", issue, err)
 		}
 		urls[i] = ic.GetHTMLURL()
+		c.remember(issue, comment{id: ic.GetID(), body: body, url: ic.GetHTMLURL(), key: key, part: part}, false)
 	}
 	for part, cm := range byPart {
 		if part > len(parts) {
-			if _, err := c.gh.Issues.DeleteComment(ctx, c.owner, c.repo, cm.id); err != nil {
-				return nil, fmt.Errorf("delete comment %d on #%d: %w", cm.id, issue, err)
+			if err := c.deleteComment(ctx, issue, cm); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return urls, nil
+}
+
+// deleteComment deletes one of the client's comments; one already gone is
+// as good.
+func (c *Client) deleteComment(ctx context.Context, issue int, cm comment) error {
+	resp, err := c.gh.Issues.DeleteComment(ctx, c.owner, c.repo, cm.id)
+	if err != nil && (resp == nil || resp.StatusCode != http.StatusNotFound) {
+		return fmt.Errorf("delete comment %d on #%d: %w", cm.id, issue, err)
+	}
+	c.remember(issue, cm, true)
+	return nil
 }
 
 // MaxCommentLength is the most characters GitHub takes in a comment body.
@@ -164,8 +222,8 @@ func (c *Client) MarkOutdated(ctx context.Context, issue int, kind string, curre
 			continue
 		}
 		if cm.part > 1 {
-			if _, err := c.gh.Issues.DeleteComment(ctx, c.owner, c.repo, cm.id); err != nil {
-				return nil, fmt.Errorf("delete comment %d on #%d: %w", cm.id, issue, err)
+			if err := c.deleteComment(ctx, issue, cm); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -177,10 +235,18 @@ func (c *Client) MarkOutdated(ctx context.Context, issue int, kind string, curre
 		if len([]rune(body)) > MaxCommentLength {
 			body = marker + "\n" + outdatedNote + why + "\n"
 		}
-		if _, _, err := c.gh.Issues.EditComment(ctx, c.owner, c.repo, cm.id, &github.IssueComment{Body: github.String(body)}); err != nil {
+		_, resp, err := c.gh.Issues.EditComment(ctx, c.owner, c.repo, cm.id, &github.IssueComment{Body: github.String(body)})
+		switch {
+		case err == nil:
+			cm.body = body
+			c.remember(issue, cm, false)
+			marked = append(marked, cm.key)
+		case resp != nil && resp.StatusCode == http.StatusNotFound:
+			// Deleted since it was listed: nothing left to mark.
+			c.remember(issue, cm, true)
+		default:
 			return nil, fmt.Errorf("edit comment %d on #%d: %w", cm.id, issue, err)
 		}
-		marked = append(marked, cm.key)
 	}
 	return marked, nil
 }

@@ -239,3 +239,57 @@ func TestAppEditsOnlyItsBotsComments(t *testing.T) {
 		t.Errorf("GET /app asked %d times, want once (the login is kept)", gets)
 	}
 }
+
+// TestCommentsListedOncePerRun: a run publishing many stacks reads the pull
+// request's comments from GitHub once, not once per stack; a comment of
+// ours deleted by someone meanwhile is posted again, and a part already
+// gone is not an error.
+func TestCommentsListedOncePerRun(t *testing.T) {
+	ctx := context.Background()
+	gh := githubfake.New(t)
+	c, _ := githubapi.New("ghs_token", gh.URL, "octo", "infra", nil)
+	// Three pages of comments: GitHub lists at most 100 at a time.
+	for i := range 250 {
+		gh.PostComment("octo", "infra", 8, "someone", fmt.Sprintf("comment %d", i))
+	}
+	keys := make([]string, 20)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("preview stack=apps/s%02d workspace=default", i)
+		if _, err := c.Publish(ctx, 8, keys[i], []string{githubapi.Marker(keys[i], 1) + "\nfirst", githubapi.Marker(keys[i], 2) + "\nmore"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lists := func() (n int) {
+		for _, call := range gh.Calls() {
+			if call.Operation == "issues/list-comments" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := lists(); n != 3 {
+		t.Errorf("%d list requests for 20 stacks, want the 3 pages once", n)
+	}
+
+	// Someone deletes the first stack's comment and its second part (a
+	// maintainer tidying up, with a client of their own).
+	other, _ := githubapi.New("ghs_token", gh.URL, "octo", "infra", nil)
+	if _, err := other.Publish(ctx, 8, keys[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, 8, keys[0], []string{githubapi.Marker(keys[0], 1) + "\nsecond"}); err != nil {
+		t.Fatalf("publishing after the comment was deleted: %v", err)
+	}
+	var found []string
+	for _, cm := range gh.Comments("octo", "infra", 8) {
+		if strings.HasPrefix(cm.Body, githubapi.Marker(keys[0], 1)) {
+			found = append(found, cm.Body)
+		}
+	}
+	if len(found) != 1 || !strings.HasSuffix(found[0], "second") {
+		t.Errorf("comments of the stack after someone deleted them: %q, want it posted again", found)
+	}
+	if n := lists(); n != 6 {
+		t.Errorf("%d list requests, want 3 for each client", n)
+	}
+}
