@@ -77,6 +77,13 @@ type Config struct {
 	// RateLimitWait bounds how long one GitHub request waits for GitHub's
 	// rate limits before it fails (KUSIONPR_RATE_LIMIT_WAIT, default 2m).
 	RateLimitWait time.Duration `json:"rateLimitWait"`
+	// Comment is how a run's stacks are commented on (KUSIONPR_COMMENT):
+	// always (default, a comment per stack), on-change, combined (one
+	// comment for the pull request) or never. CombineAbove reports the
+	// stacks of a run touching more than that many together, one comment
+	// and one check run (KUSIONPR_COMBINE_ABOVE, default 10; 0 never).
+	Comment      string `json:"comment"`
+	CombineAbove int    `json:"combineAbove"`
 	// HoldWait is how long an apply waits for another run holding its
 	// stack to end (KUSIONPR_HOLD_WAIT, default 30m).
 	HoldWait time.Duration `json:"holdWait"`
@@ -126,7 +133,7 @@ type Config struct {
 
 // LoadConfig reads the configuration; getenv is os.Getenv outside tests.
 func LoadConfig(getenv func(string) string) (*Config, error) {
-	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4,
+	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4, Comment: "always", CombineAbove: 10,
 		RequireApproval: true, RequireMergeable: true, RequireChecks: true, MergeableStates: []string{"clean"}, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
 		HoldWait: 30 * time.Minute, ReadyTimeout: kubernetes.DefaultReadyTimeout, RateLimitWait: githubapi.DefaultMaxWait, RecoverWindow: 24 * time.Hour,
 		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000}
@@ -189,6 +196,8 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	str("KUSIONPR_WORKSPACE", &c.Workspace)
 	str("KUSIONPR_ROOT", &c.Root)
 	num("KUSIONPR_CONCURRENCY", func(n int64) { c.Concurrency = int(n) })
+	str("KUSIONPR_COMMENT", &c.Comment)
+	num("KUSIONPR_COMBINE_ABOVE", func(n int64) { c.CombineAbove = int(n) })
 	strs := func(name string, dst *[]string) {
 		if v := getenv(name); v != "" {
 			*dst = nil
@@ -276,6 +285,14 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	}
 	if c.ReadyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_READY_TIMEOUT: %s is not a positive duration: want one such as 90s or 10m (default 5m)", c.ReadyTimeout))
+	}
+	switch c.Comment {
+	case "always", "on-change", "combined", "never":
+	default:
+		errs = append(errs, fmt.Errorf("KUSIONPR_COMMENT: %q is not always, on-change, combined or never", c.Comment))
+	}
+	if c.CombineAbove < 0 {
+		errs = append(errs, fmt.Errorf("KUSIONPR_COMBINE_ABOVE must be a number of stacks (0 never combines), not %d", c.CombineAbove))
 	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_CONCURRENCY must be at least 1, not %d", c.Concurrency))

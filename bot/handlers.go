@@ -285,6 +285,7 @@ func (b *Bot) run(ctx context.Context, j job) {
 	change := &workflow.Change{
 		Root: filepath.Join(dir, b.cfg.Root), Number: j.number, SHA: ref, Command: cmd, Options: opts,
 		Selection: workflow.Selection{Dirs: j.command.Stacks}, GitHub: gh, Renderer: b.renderer, Log: log,
+		Comment: b.cfg.Comment, CombineAbove: b.cfg.CombineAbove, CombineSetting: "KUSIONPR_COMBINE_ABOVE",
 	}
 	start := time.Now()
 	out, err := change.Run(ctx)
@@ -295,6 +296,9 @@ func (b *Bot) run(ctx context.Context, j job) {
 	}
 	if len(out.Unreported) > 0 {
 		log.Error("GitHub took neither the comment nor the check run of some stacks: their results are only in this log", "unreported", out.Unreported)
+	}
+	if out.Err != nil {
+		log.Error("reporting the run failed", "error", out.Err)
 	}
 	var skipped []string
 	for _, so := range out.Stacks {

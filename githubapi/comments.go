@@ -205,9 +205,9 @@ const MaxCommentLength = 65536
 const outdatedNote = "> [!NOTE]\n> **Outdated**: "
 
 // MarkOutdated marks the comments of kind ("preview") whose key is not in
-// current as outdated, with why, and deletes their continuation parts. It
-// returns the keys it marked.
-func (c *Client) MarkOutdated(ctx context.Context, issue int, kind string, current map[string]bool, why string) ([]string, error) {
+// current as outdated, with why(key) (key as its Marker writes it), and
+// deletes their continuation parts. It returns the keys it marked.
+func (c *Client) MarkOutdated(ctx context.Context, issue int, kind string, current map[string]bool, why func(key string) string) ([]string, error) {
 	existing, err := c.ours(ctx, issue)
 	if err != nil {
 		return nil, err
@@ -231,9 +231,10 @@ func (c *Client) MarkOutdated(ctx context.Context, issue int, kind string, curre
 		if strings.HasPrefix(rest, outdatedNote) {
 			continue
 		}
-		body := marker + "\n" + outdatedNote + why + "\n\n" + rest
+		note := outdatedNote + why(cm.key)
+		body := marker + "\n" + note + "\n\n" + rest
 		if len([]rune(body)) > MaxCommentLength {
-			body = marker + "\n" + outdatedNote + why + "\n"
+			body = marker + "\n" + note + "\n"
 		}
 		_, resp, err := c.gh.Issues.EditComment(ctx, c.owner, c.repo, cm.id, &github.IssueComment{Body: github.String(body)})
 		switch {

@@ -70,11 +70,11 @@ func TestPublishEditsInPlace(t *testing.T) {
 		}
 	}
 
-	marked, err := c.MarkOutdated(ctx, 5, "preview", map[string]bool{key: true}, "no longer touched.")
+	marked, err := c.MarkOutdated(ctx, 5, "preview", map[string]bool{key: true}, func(string) string { return "no longer touched." })
 	if err != nil || len(marked) != 1 || marked[0] != "preview stack=apps/api workspace=default" {
 		t.Fatalf("MarkOutdated = %v, %v", marked, err)
 	}
-	if _, err := c.MarkOutdated(ctx, 5, "preview", map[string]bool{key: true}, "no longer touched."); err != nil {
+	if _, err := c.MarkOutdated(ctx, 5, "preview", map[string]bool{key: true}, func(string) string { return "no longer touched." }); err != nil {
 		t.Fatal(err)
 	}
 	var outdated int
@@ -118,7 +118,7 @@ func TestStrangersMarkersAreLeftAlone(t *testing.T) {
 	if _, err := c.Publish(ctx, 5, key, []string{githubapi.Marker(key, 1) + "\nours, edited"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.MarkOutdated(ctx, 5, "preview", map[string]bool{key: true}, "no longer touched."); err != nil {
+	if _, err := c.MarkOutdated(ctx, 5, "preview", map[string]bool{key: true}, func(string) string { return "no longer touched." }); err != nil {
 		t.Fatal(err)
 	}
 	touched := map[string]bool{}
@@ -178,7 +178,7 @@ func TestMarkerCannotEndItsComment(t *testing.T) {
 	if got := gh.Comments("octo", "infra", 7); len(got) != 1 || !strings.HasSuffix(got[0].Body, "second") {
 		t.Errorf("comments %+v, want the one comment found again and edited", got)
 	}
-	if marked, err := c.MarkOutdated(ctx, 7, "preview", map[string]bool{key: true}, "x"); err != nil || len(marked) != 0 {
+	if marked, err := c.MarkOutdated(ctx, 7, "preview", map[string]bool{key: true}, func(string) string { return "x" }); err != nil || len(marked) != 0 {
 		t.Errorf("MarkOutdated = %v, %v; the current stack's comment is not outdated", marked, err)
 	}
 }

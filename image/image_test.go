@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -138,9 +139,14 @@ func TestImageRunsAsTheRunnerDoes(t *testing.T) {
 		t.Fatalf("comments on #%d: %+v, want one preview of %s", number, comments, stack)
 	}
 	checks := gh.CheckRuns(o, r)
-	if len(checks) != 1 || checks[0].Name != "kusion/preview: "+stack || checks[0].Status != "completed" ||
-		checks[0].Conclusion != "success" || checks[0].HeadSHA != headSHA {
-		t.Errorf("check runs = %+v, want one completed, successful kusion/preview: %s on %s", checks, stack, headSHA)
+	slices.SortFunc(checks, func(a, b githubfake.CheckRun) int { return strings.Compare(a.Name, b.Name) })
+	if len(checks) != 2 || checks[1].Name != "kusion/preview: "+stack || checks[0].Name != "kusion/preview" {
+		t.Errorf("check runs = %+v, want kusion/preview: %s and the overview, kusion/preview", checks, stack)
+	}
+	for _, ck := range checks {
+		if ck.Status != "completed" || ck.Conclusion != "success" || ck.HeadSHA != headSHA {
+			t.Errorf("check run %+v, want completed and successful on %s", ck, headSHA)
+		}
 	}
 	assertOutputs(t, preview, stack, "true")
 	if !strings.Contains(preview.summary, stack) {

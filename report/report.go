@@ -41,7 +41,7 @@ func ParseFormat(s string) (Format, error) {
 
 // Renderer renders previews; it parses the templates once.
 type Renderer struct {
-	md, txt *template.Template
+	md, txt, overview *template.Template
 }
 
 // New parses the embedded templates.
@@ -66,7 +66,11 @@ func New() (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse text template: %w", err)
 	}
-	return &Renderer{md: md, txt: txt}, nil
+	overview, err := template.New("overview.md.tmpl").Funcs(funcs).ParseFS(templates.FS, "overview.md.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("parse overview template: %w", err)
+	}
+	return &Renderer{md: md, txt: txt, overview: overview}, nil
 }
 
 // view is what the templates see.

@@ -23,7 +23,7 @@ type GitHub interface {
 	PullRequestFiles(ctx context.Context, number int) ([]githubapi.File, error)
 	PullRequestsOfCommit(ctx context.Context, sha string) ([]int, error)
 	Publish(ctx context.Context, issue int, key string, parts []string) ([]string, error)
-	MarkOutdated(ctx context.Context, issue int, kind string, current map[string]bool, why string) ([]string, error)
+	MarkOutdated(ctx context.Context, issue int, kind string, current map[string]bool, why func(key string) string) ([]string, error)
 	SetCheck(ctx context.Context, sha string, ck githubapi.Check) error
 }
 
@@ -47,9 +47,17 @@ type Change struct {
 	// Files, when set, are the changed files (a push with no pull request);
 	// otherwise the pull request's are listed.
 	Files []ChangedFile
-	// Comment is always (default), on-change (only stacks with changes,
-	// drift or errors) or never.
-	Comment  string
+	// Comment is always (default: a comment per stack), on-change (only
+	// stacks with changes, drift or errors), combined (one comment for the
+	// whole pull request, a section per stack) or never.
+	Comment string
+	// CombineAbove: a run touching more stacks than this reports them
+	// together, as combined does (one comment unless never, and one check
+	// run), to stay within GitHub's limits on content creation; 0 never
+	// switches. CombineSetting names where it is set, for the comment's
+	// note saying why.
+	CombineAbove   int
+	CombineSetting string
 	GitHub   GitHub
 	Renderer *report.Renderer
 	// Log takes the run's lines. Its caller names the pull request and
@@ -93,6 +101,13 @@ type Outcome struct {
 	// Unreported are the stacks with neither a comment nor a check run,
 	// as GitHub refused both (StackOutcome.Unreported).
 	Unreported []string
+	// Combined: the stacks were reported together, in one comment and one
+	// check run.
+	Combined bool
+	// Err is what failed in reporting the run as a whole (its overview
+	// check run, the combined comment, marking comments outdated); each
+	// stack's own failures are in its StackOutcome.
+	Err error
 }
 
 // Run previews (or applies) every stack the pull request touches, each in
@@ -116,7 +131,10 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	}
 	c.log().Info("stacks touched", "files", len(changed), "stacks", len(stacks))
 
-	out := &Outcome{Stacks: make([]*StackOutcome, len(stacks))}
+	out := &Outcome{Stacks: make([]*StackOutcome, len(stacks)), Combined: c.combined(len(stacks))}
+	if out.Combined && c.Comment != "combined" {
+		c.log().Info("reporting the stacks in one comment and one check run", "stacks", len(stacks), "combineAbove", c.CombineAbove)
+	}
 	parallel := c.MaxParallel
 	if parallel <= 0 {
 		parallel = 4
@@ -129,7 +147,11 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out.Stacks[i] = c.stack(ctx, st)
+			so := c.run(ctx, st)
+			if !out.Combined {
+				c.report(ctx, so)
+			}
+			out.Stacks[i] = so
 		}()
 	}
 	wg.Wait()
@@ -154,16 +176,45 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	if !out.Complete {
 		out.Changed = true
 	}
+	if out.Combined {
+		current = map[string]bool{c.combinedKey(): true}
+		c.reportCombined(ctx, out)
+	} else {
+		c.reportOverview(ctx, out)
+	}
 	if c.Command == Preview && c.Number > 0 && c.Comment != "never" {
-		why := "this pull request no longer changes this stack"
-		if c.SHA != "" {
-			why += " (as of " + shortSHA(c.SHA) + ")"
-		}
-		if _, err := c.GitHub.MarkOutdated(ctx, c.Number, c.kind(), current, why+"."); err != nil {
-			return out, err
+		if _, err := c.GitHub.MarkOutdated(ctx, c.Number, c.kind(), current, c.outdatedWhy(out.Combined)); err != nil {
+			out.Err = errors.Join(out.Err, err)
 		}
 	}
+	if out.Err != nil {
+		out.Failed = true
+	}
 	return out, nil
+}
+
+// combined says whether a run of n stacks reports them together.
+func (c *Change) combined(n int) bool {
+	return c.Comment == "combined" || (c.CombineAbove > 0 && n > c.CombineAbove)
+}
+
+// outdatedWhy says why a comment of ours is outdated: its stack is no
+// longer touched, or the run reports its stacks the other way (together,
+// or one comment each).
+func (c *Change) outdatedWhy(combined bool) func(key string) string {
+	asOf := ""
+	if c.SHA != "" {
+		asOf = " (as of " + shortSHA(c.SHA) + ")"
+	}
+	return func(key string) string {
+		switch {
+		case combined && strings.HasPrefix(key, c.kind()+" stack="):
+			return "the stacks of this pull request are now reported together, in one comment" + asOf + "."
+		case !combined && !strings.HasPrefix(key, c.kind()+" stack="):
+			return "the stacks of this pull request are now reported one comment each" + asOf + "."
+		}
+		return "this pull request no longer changes this stack" + asOf + "."
+	}
 }
 
 func (c *Change) log() *slog.Logger {
@@ -197,8 +248,8 @@ func (c *Change) key(dir string) string {
 	return fmt.Sprintf("%s stack=%s workspace=%s", c.kind(), mdsafe.CommentValue(dir), mdsafe.CommentValue(c.workspace()))
 }
 
-// stack runs one stack and reports it.
-func (c *Change) stack(ctx context.Context, st AffectedStack) *StackOutcome {
+// run runs one stack and renders its report.
+func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 	so := &StackOutcome{Dir: st.Dir, Deleted: st.Deleted}
 	log := c.log().With("stack", st.Dir)
 	cmd, opts := c.Command, c.Options
@@ -237,6 +288,16 @@ func (c *Change) stack(ctx context.Context, st AffectedStack) *StackOutcome {
 		return so
 	}
 	so.Markdown = body
+	return so
+}
+
+// report publishes one stack's comment and sets its check run.
+func (c *Change) report(ctx context.Context, so *StackOutcome) {
+	if so.Skipped != "" || so.Markdown == "" {
+		return
+	}
+	st, body := so, so.Markdown
+	log := c.log().With("stack", st.Dir)
 	key := c.key(st.Dir)
 	parts := c.split(key, st.Dir, body)
 	// Each of the stack's two reports says when the other failed, so a
@@ -289,7 +350,6 @@ func (c *Change) stack(ctx context.Context, st AffectedStack) *StackOutcome {
 		}
 	}
 	so.Unreported = (commentErr != nil || checkErr != nil) && len(so.Comments) == 0 && !checkSet
-	return so
 }
 
 // split cuts a stack's report into comments, on Markdown boundaries.

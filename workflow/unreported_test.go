@@ -46,7 +46,7 @@ func (g *refusingGitHub) Publish(_ context.Context, _ int, key string, parts []s
 	return []string{"https://github.com/o/r/pull/1#issuecomment-" + key}, nil
 }
 
-func (g *refusingGitHub) MarkOutdated(context.Context, int, string, map[string]bool, string) ([]string, error) {
+func (g *refusingGitHub) MarkOutdated(context.Context, int, string, map[string]bool, func(string) string) ([]string, error) {
 	return nil, nil
 }
 

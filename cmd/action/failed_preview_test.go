@@ -83,9 +83,9 @@ func TestUnreachableClusterPreviewIsIncomplete(t *testing.T) {
 		t.Error(p)
 	}
 
-	checks := gh.CheckRuns(o, r)
-	if len(checks) != 1 {
-		t.Fatalf("%d check runs, want 1", len(checks))
+	checks, overview := stackChecks(gh.CheckRuns(o, r))
+	if len(checks) != 1 || len(overview) != 1 || overview[0].Conclusion != "failure" {
+		t.Fatalf("check runs %+v and overview %+v, want one of each, failed", checks, overview)
 	}
 	if ck := checks[0]; ck.Conclusion != "failure" || !strings.HasPrefix(ck.Title, "preview incomplete, 3 of 3 resources failed: ") {
 		t.Errorf("check run %q: %s, title %q; want a failure titled as incomplete", ck.Name, ck.Conclusion, ck.Title)
@@ -203,7 +203,7 @@ func TestOneFailingResourceOfFive(t *testing.T) {
 	if run.outputs["changed"] != "true" || run.outputs["complete"] != "false" {
 		t.Errorf("outputs changed = %q, complete = %q; want true and false", run.outputs["changed"], run.outputs["complete"])
 	}
-	if ck := gh.CheckRuns(o, r); len(ck) != 1 || !strings.HasPrefix(ck[0].Title, "preview incomplete, 1 of 5 resources failed: ") {
+	if ck, _ := stackChecks(gh.CheckRuns(o, r)); len(ck) != 1 || !strings.HasPrefix(ck[0].Title, "preview incomplete, 1 of 5 resources failed: ") {
 		t.Errorf("check runs %+v: want one titled as incomplete", ck)
 	}
 }

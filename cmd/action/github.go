@@ -179,6 +179,20 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	if n, _ := strconv.Atoi(in("max-comments")); n > 0 {
 		change.MaxParts = n
 	}
+	switch change.Comment {
+	case "", "always", "on-change", "combined", "never":
+	default:
+		ga.Errorf("input comment: %q is not always, on-change, combined or never", change.Comment)
+		return 2
+	}
+	// action.yml's default, for a run without it (the container alone).
+	change.CombineSetting, change.CombineAbove = "combine-above", 10
+	if v := in("combine-above"); v != "" {
+		if change.CombineAbove, err = strconv.Atoi(v); err != nil || change.CombineAbove < 0 {
+			ga.Errorf("input combine-above: %q is not a number of stacks (0 never combines)", v)
+			return 2
+		}
+	}
 
 	switch {
 	case pr != nil:
@@ -218,6 +232,9 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	if err != nil {
 		ga.Errorf("%s", model.MaskFingerprints(err.Error()))
 		return 1
+	}
+	if out.Combined && change.Comment != "combined" {
+		ga.Noticef("%d stacks are touched, more than combine-above (%d): they are reported together, in one comment and one check run", len(out.Stacks), change.CombineAbove)
 	}
 	return publishOutcome(ga, out, red.String)
 }
@@ -273,6 +290,9 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func
 		text = "No stack is touched by this change.\n"
 	}
 	ga.AddStepSummary(redact(text))
+	if out.Err != nil {
+		ga.Errorf("%s", redact(model.MaskFingerprints(out.Err.Error())))
+	}
 	if len(out.Unreported) > 0 {
 		ga.Errorf("%s", redact(fmt.Sprintf("GitHub took neither the comment nor the check run of %d stack(s): %s; their results are in this log and the job summary",
 			len(out.Unreported), strings.Join(out.Unreported, ", "))))

@@ -172,6 +172,20 @@ func owner(ev map[string]any) (string, string) {
 	return o, r
 }
 
+// stackChecks parts check runs into those of single stacks
+// ("kusion/preview: apps/web/dev") and those summing up a run
+// ("kusion/preview").
+func stackChecks(all []githubfake.CheckRun) (stacks, overview []githubfake.CheckRun) {
+	for _, ck := range all {
+		if strings.Contains(ck.Name, ": ") {
+			stacks = append(stacks, ck)
+		} else {
+			overview = append(overview, ck)
+		}
+	}
+	return stacks, overview
+}
+
 var markerRE = regexp.MustCompile(`<!-- kusionpr:(\S+) stack=(\S+) workspace=\S+(?: part=\d+)? -->`)
 
 func TestPullRequestPreview(t *testing.T) {
@@ -233,9 +247,13 @@ func TestPullRequestPreview(t *testing.T) {
 	if !strings.Contains(run.outputs["comment-urls"], "apps/api/dev") {
 		t.Errorf("output comment-urls = %q", run.outputs["comment-urls"])
 	}
-	checks := gh.CheckRuns(o, r)
+	checks, overview := stackChecks(gh.CheckRuns(o, r))
 	if len(checks) != 2 || !strings.HasPrefix(checks[0].Name, "kusion/preview: ") || checks[0].Conclusion != "success" {
 		t.Errorf("check runs = %+v, want two successful kusion/preview ones", checks)
+	}
+	if len(overview) != 1 || overview[0].Conclusion != "success" || overview[0].Title != "2 stacks: 2 with changes, 0 failed" ||
+		!strings.Contains(overview[0].Summary, "<code>apps/api/dev</code>") {
+		t.Errorf("overview check runs = %+v, want one kusion/preview naming both stacks", overview)
 	}
 	if !strings.Contains(run.summary, "apps/web/dev") && !strings.Contains(run.summary, "Preview of stack") {
 		t.Errorf("job summary lacks the previews:\n%s", run.summary)
@@ -281,13 +299,17 @@ func TestPullRequestPreview(t *testing.T) {
 		}
 	}
 	var failed int
-	for _, ck := range gh.CheckRuns(o, r) {
+	checks, overview = stackChecks(gh.CheckRuns(o, r))
+	for _, ck := range checks {
 		if ck.HeadSHA == "2222222222222222222222222222222222222222" && ck.Conclusion == "failure" {
 			failed++
 		}
 	}
 	if failed != 1 {
 		t.Errorf("%d failed check runs on the second push, want 1 (the broken stack)", failed)
+	}
+	if ck := overview[len(overview)-1]; ck.HeadSHA != "2222222222222222222222222222222222222222" || ck.Conclusion != "failure" || ck.Title != "3 stacks: 2 with changes, 1 failed" {
+		t.Errorf("overview check run of the second push: %+v, want a failure counting the broken stack", ck)
 	}
 
 	// 3. A push that no longer touches api/dev marks its comment outdated.

@@ -92,7 +92,7 @@ func TestHostileNamesRenderAsData(t *testing.T) {
 	}
 	for _, ck := range gh.CheckRuns(o, r) {
 		details := 0
-		if !strings.Contains(ck.Summary, "This stack failed") {
+		if !strings.Contains(ck.Summary, "This stack failed") && ck.Name != "kusion/preview" {
 			details = 1
 		}
 		for _, p := range mdcheck.Check(ck.Summary, mdcheck.Want{Details: details}) {

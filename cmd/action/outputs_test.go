@@ -43,10 +43,14 @@ func TestOutputsAgreeWithChecks(t *testing.T) {
 	}
 
 	checks := map[string]githubfake.CheckRun{}
-	for _, ck := range gh.CheckRuns(o, r) {
+	perStack, overview := stackChecks(gh.CheckRuns(o, r))
+	for _, ck := range perStack {
 		if ck.HeadSHA == sha {
 			checks[strings.TrimPrefix(ck.Name, "kusion/preview: ")] = ck
 		}
+	}
+	if len(overview) != 1 || overview[0].Conclusion != "failure" {
+		t.Errorf("overview check runs %+v, want one failure, as the step failed", overview)
 	}
 	var stacks []string
 	if err := json.Unmarshal([]byte(run.outputs["stacks"]), &stacks); err != nil {

@@ -1,0 +1,208 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
+	"github.com/kusionpr/kusionpr/report"
+)
+
+// A pull request touching many stacks, each with a comment and a check run
+// of its own, meets GitHub's limits on content creation (80 requests a
+// minute, 500 an hour) early. Reported together, its stacks cost one
+// comment (a few parts when long) and one check run per push, whatever
+// their number.
+
+// combinedKey names the one comment of a run reporting its stacks
+// together.
+func (c *Change) combinedKey() string {
+	return fmt.Sprintf("%s pull-request workspace=%s", c.kind(), mdsafe.CommentValue(c.workspace()))
+}
+
+// overviewCheck is the name of the check run summing up every stack of the
+// run: one name whatever the stacks, for a branch's required checks.
+func (c *Change) overviewCheck() string { return "kusion/" + c.kind() }
+
+// lines are the stacks of out for an overview; with sections, the stacks
+// worth reading (changes, drift, failures) carry their report.
+func (c *Change) lines(out *Outcome, sections bool) []report.StackLine {
+	lines := make([]report.StackLine, 0, len(out.Stacks))
+	for _, so := range out.Stacks {
+		l := report.StackLine{Dir: so.Dir, Summary: so.Summary, Failed: so.Err != nil, Skipped: so.Skipped != ""}
+		if c.Command != Preview && so.Run != nil {
+			l.Release, l.Unchanged = so.Run.Release, so.Run.Unchanged
+		}
+		s := so.Summary
+		if sections && so.Markdown != "" && (l.Failed || s.Create+s.Update+s.Delete+s.Drift > 0) {
+			l.Body = report.WithoutMarker(so.Markdown)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// overview renders the overview of out.
+func (c *Change) overview(out *Outcome, marker, note string, sections bool) (string, error) {
+	return c.Renderer.Overview(c.lines(out, sections), report.OverviewOptions{
+		Marker: marker, Apply: c.Command != Preview, Commit: shortSHA(c.SHA), Note: note,
+	})
+}
+
+// overviewCheckRun is the check run summing up out, with summary as its
+// text.
+func (c *Change) overviewCheckRun(out *Outcome, summary string) githubapi.Check {
+	failed, changed := 0, 0
+	for _, so := range out.Stacks {
+		s := so.Summary
+		switch {
+		case so.Err != nil:
+			failed++
+		case s.Create+s.Update+s.Delete > 0:
+			changed++
+		}
+	}
+	n := len(out.Stacks)
+	ck := githubapi.Check{Name: c.overviewCheck(), Conclusion: "success", Summary: summary,
+		Title: fmt.Sprintf("%d stack%s: %d with changes, %d failed", n, plural(n), changed, failed)}
+	if n == 0 {
+		ck.Title = "no stack is touched"
+	}
+	if failed > 0 || out.Err != nil {
+		ck.Conclusion = "failure"
+	}
+	return ck
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// reportOverview sets the check run summing up a run whose stacks have
+// comments and check runs of their own. A preview sets it even when no
+// stack is touched, so that a branch can require it.
+func (c *Change) reportOverview(ctx context.Context, out *Outcome) {
+	if c.SHA == "" || (len(out.Stacks) == 0 && c.Command != Preview) {
+		return
+	}
+	summary, err := c.overview(out, "", "", false)
+	if err != nil {
+		out.Err = errors.Join(out.Err, err)
+		return
+	}
+	if len(out.Stacks) == 0 {
+		summary = "No stack is touched by this change.\n"
+	}
+	if err := c.GitHub.SetCheck(ctx, c.SHA, c.overviewCheckRun(out, summary)); err != nil {
+		c.log().Error("setting the overview check failed", "error", err)
+		out.Err = errors.Join(out.Err, fmt.Errorf("setting the check run %q: %w", c.overviewCheck(), err))
+	}
+}
+
+// reportCombined publishes one comment for every stack of out, a section
+// each, and one check run. As with a stack's own reports, each of the two
+// says when the other could not be made.
+func (c *Change) reportCombined(ctx context.Context, out *Outcome) {
+	log := c.log()
+	key := c.combinedKey()
+	note := ""
+	if c.Comment != "combined" {
+		note = fmt.Sprintf("This change touches %d stacks, more than %s (%d): they are reported together, in this comment and the check run %s, to stay within GitHub's limits on content creation.",
+			len(out.Stacks), mdsafe.Code(c.CombineSetting), c.CombineAbove, mdsafe.Code(c.overviewCheck()))
+	}
+	body, err := c.overview(out, githubapi.Marker(key, 1), note, true)
+	if err != nil {
+		out.Err = errors.Join(out.Err, err)
+		return
+	}
+	summary, err := c.overview(out, "", note, false)
+	if err != nil {
+		out.Err = errors.Join(out.Err, err)
+		return
+	}
+	var urls []string
+	var commentErr, checkErr error
+	if c.Number > 0 && c.commentsCombined(out) {
+		urls, err = c.GitHub.Publish(ctx, c.Number, key, c.splitCombined(key, body))
+		if err != nil {
+			log.Error("publishing the combined comment failed", "error", err)
+			commentErr = fmt.Errorf("posting the comment of the pull request: %w", err)
+		}
+	}
+	ck := c.overviewCheckRun(out, summary)
+	if commentErr != nil {
+		ck.Conclusion = "failure"
+		ck.Title = "comment not posted; " + ck.Title
+		ck.Summary = withNote("\n"+summary, unreportedNote("The comment of this pull request could not be posted", commentErr))
+	}
+	if len(urls) > 0 {
+		ck.DetailsURL = urls[0]
+	}
+	checkSet := c.SHA == ""
+	if c.SHA != "" {
+		if err := c.GitHub.SetCheck(ctx, c.SHA, ck); err != nil {
+			log.Error("setting the check failed", "error", err)
+			checkErr = fmt.Errorf("setting the check run %q: %w", ck.Name, err)
+		} else {
+			checkSet = true
+		}
+	}
+	if checkErr != nil && len(urls) > 0 {
+		note := unreportedNote("The check run "+mdsafe.Code(ck.Name)+" could not be set, so the pull request's checks do not show these stacks", checkErr)
+		if u, err := c.GitHub.Publish(ctx, c.Number, key, c.splitCombined(key, withNote(body, note))); err != nil {
+			log.Error("noting the missing check in the comment failed", "error", err)
+			out.Err = errors.Join(out.Err, fmt.Errorf("noting the missing check run in the comment of the pull request: %w", err))
+		} else {
+			urls = u
+		}
+	}
+	out.Err = errors.Join(out.Err, commentErr, checkErr)
+	for _, so := range out.Stacks {
+		so.Comments = urls
+		if (commentErr != nil || checkErr != nil) && len(urls) == 0 && !checkSet && so.Skipped == "" {
+			so.Unreported = true
+			out.Unreported = append(out.Unreported, so.Dir)
+		}
+	}
+}
+
+// commentsCombined says whether the combined comment is published:
+// on-change keeps quiet when no stack has changes, drift or an error.
+func (c *Change) commentsCombined(out *Outcome) bool {
+	switch c.Comment {
+	case "never":
+		return false
+	case "on-change":
+		for _, so := range out.Stacks {
+			if c.comments(so) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// splitCombined cuts the combined comment into parts, on Markdown
+// boundaries: between tables and stacks' sections, or inside a long
+// section, which is closed and opened again.
+func (c *Change) splitCombined(key, body string) []string {
+	what := "Previews"
+	if c.Command != Preview {
+		what = "Applies"
+	}
+	return report.Split(body, report.SplitOptions{
+		Limit:    githubapi.MaxCommentLength,
+		MaxParts: c.maxParts(),
+		Header: func(i, n int) string {
+			return githubapi.Marker(key, i) + fmt.Sprintf("\n*%s of this change, continued (%d of %d)*\n\n", what, i, n)
+		},
+		Footer:    func(i, n int) string { return fmt.Sprintf("\n\n*Continued in the next comment (%d of %d).*", i+1, n) },
+		Truncated: "\n\n> [!NOTE]\n> These reports are too long for comments: the rest is in the workflow run's job summary.",
+	})
+}
