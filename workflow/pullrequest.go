@@ -58,8 +58,8 @@ type Change struct {
 	// note saying why.
 	CombineAbove   int
 	CombineSetting string
-	GitHub   GitHub
-	Renderer *report.Renderer
+	GitHub         GitHub
+	Renderer       *report.Renderer
 	// Log takes the run's lines. Its caller names the pull request and
 	// the command in it (the bot's logger does, With); Change adds only
 	// the stack, so no key appears twice in one JSON line.
