@@ -18,7 +18,8 @@ import (
 func TestPullRequestPreviewUnderSecondaryLimit(t *testing.T) {
 	pr := newThreeStackPR(t)
 	waited := regexp.MustCompile(`waited [0-9]+s for GitHub rate limits`)
-	for _, nth := range []int{1, 2, 4} {
+	// Seven writes: three comments, three check runs and the overview.
+	for nth := 1; nth <= 7; nth++ {
 		t.Run(fmt.Sprintf("write %d limited", nth), func(t *testing.T) {
 			gh := githubfake.New(t)
 			gh.SecondaryLimitOn(nth)
@@ -46,6 +47,9 @@ func TestPullRequestPreviewUnderSecondaryLimit(t *testing.T) {
 				if !checked["kusion/preview: "+s] {
 					t.Errorf("stack %s has no successful check run; checks: %v", s, checked)
 				}
+			}
+			if !checked["kusion/preview"] {
+				t.Errorf("no successful overview check run, kusion/preview; checks: %v", checked)
 			}
 			limited := 0
 			for _, c := range gh.Calls() {
