@@ -152,3 +152,25 @@ func TestCombinedCommentRefused(t *testing.T) {
 		t.Errorf("the step's error does not name the refused comment:\n%s", run.stdout)
 	}
 }
+
+// TestCommentInputsChecked: a misspelt comment or combine-above input
+// stops the step before anything runs, naming the input.
+func TestCommentInputsChecked(t *testing.T) {
+	for _, tc := range []struct{ env, value, want string }{
+		{"INPUT_COMMENT", "sometimes", `input comment: "sometimes" is not always, on-change, combined or never`},
+		{"INPUT_COMBINE-ABOVE", "-1", `input combine-above: "-1" is not a number of stacks (0 never combines)`},
+		{"INPUT_COMBINE-ABOVE", "ten", `input combine-above: "ten" is not a number of stacks (0 never combines)`},
+	} {
+		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
+			gh := githubfake.New(t)
+			ev := prEvent(t, 23, "5555555555555555555555555555555555555555")
+			run := runAction(t, gh, t.TempDir(), "pull_request", ev, map[string]string{tc.env: tc.value, "INPUT_BACKEND": "file://" + t.TempDir()})
+			if run.code != 2 || !strings.Contains(run.stdout, tc.want) {
+				t.Errorf("exit %d, want 2 and %q in the log:\n%s", run.code, tc.want, run.stdout)
+			}
+			if n := len(gh.Calls()); n != 0 {
+				t.Errorf("%d GitHub requests before the input was checked, want none", n)
+			}
+		})
+	}
+}

@@ -102,6 +102,30 @@ func TestHostileNamesRenderAsData(t *testing.T) {
 	for _, p := range mdcheck.Check(run.summary, mdcheck.Want{Details: 1}) {
 		t.Errorf("job summary: %s", p)
 	}
+
+	// Combined: the folders land in the overview's table and in the
+	// sections' summaries too.
+	const combined = 14
+	ev = forkEvent(t, combined, "7777777777777777777777777777777777777777", false)
+	gh.SetPullFiles(o, r, combined, []githubfake.PullFile{
+		{Filename: hostileDir + "/spec.yaml", Status: "modified"},
+		{Filename: broken + "/spec.yaml", Status: "modified"},
+	})
+	runAction(t, gh, root, "pull_request", ev, map[string]string{
+		"INPUT_BACKEND": "file://" + filepath.Join(t.TempDir(), "releases"), "KUBECONFIG": "", "INPUT_COMMENT": "combined",
+	})
+	comments = gh.Comments(o, r, combined)
+	if len(comments) != 1 {
+		t.Fatalf("%d combined comments, want 1", len(comments))
+	}
+	// A section per stack, and the Create's own <details>.
+	want := mdcheck.Want{Details: 3, Data: []string{hostileProject, hostileDir, broken, hostile, "v1:ConfigMap:" + hostile, "hashicorp:local:file:" + hostile}}
+	for _, p := range mdcheck.Check(comments[0].Body, want) {
+		t.Errorf("combined comment: %s", p)
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Logf("combined comment:\n%s", comments[0].Body)
+	}
 }
 
 // TestStrangersMarkerCommentsAreLeftAlone: anyone can comment on a pull

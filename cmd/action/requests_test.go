@@ -108,6 +108,15 @@ func TestRequestsPerPush(t *testing.T) {
 					t.Fatalf("%d stacks, %s, push %d: %d previewed with their one object to create, want all", n, m.name, push+1, previewed)
 				}
 			}
+			if n == 200 && m.comment == "combined" {
+				// Longer than one comment: split in parts the fake (which
+				// answers 422 past 65,536 characters, as GitHub does) took.
+				o, r := owner(prEvent(t, number, strings.Repeat("2", 40)))
+				cs := gh.Comments(o, r, number)
+				if len(cs) < 2 || !strings.Contains(cs[1].Body, "*Previews of this change, continued (2 of ") {
+					t.Errorf("200 stacks combined: %d comments, want the report split in parts", len(cs))
+				}
+			}
 			got[fmt.Sprintf("%d %s", n, m.name)] = counts
 			t.Logf("%d stacks, %s: first push %s, next push %s requests (content-creating / all), in %s", n, m.name, counts[0], counts[1], time.Since(start).Round(time.Second))
 		}
