@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,18 +158,7 @@ func TestFailedPreviewGolden(t *testing.T) {
 			outputs[".md"] = md
 			for ext, got := range outputs {
 				path := filepath.Join("testdata", "golden", tc.name+ext)
-				if *update {
-					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("%v (run with -update to write it)", err)
-				}
-				if got != string(want) {
-					t.Errorf("output differs from %s (run with -update and review the diff):\n%s", path, got)
-				}
+				golden(t, tc.name+ext, got)
 				if strings.Contains(got, model.SensitiveMask) {
 					t.Errorf("%s shows %q: no value of a resource is known, none may be shown", path, model.SensitiveMask)
 				}

@@ -86,6 +86,24 @@ func goldenCases() []struct {
 	}
 }
 
+// golden compares got with testdata/golden/name, which -update rewrites.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update and review the diff):\n%s", path, got)
+	}
+}
+
 // TestCommentGolden: the comments are exactly as reviewed, and GitHub
 // renders every value in them as text: no element, comment, link, image
 // or mention of the repository's.
@@ -100,19 +118,7 @@ func TestCommentGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "golden", tc.name+".md")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("comment differs from %s (run with -update and review the diff):\n%s", path, got)
-			}
+			golden(t, tc.name+".md", got)
 			for _, p := range mdcheck.Check(got, tc.check) {
 				t.Error(p)
 			}

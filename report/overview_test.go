@@ -2,8 +2,6 @@ package report_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -65,19 +63,7 @@ func TestOverviewGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "golden", "overview-"+tc.name+".md")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("overview differs from %s (run with -update and review the diff):\n%s", path, got)
-			}
+			golden(t, "overview-"+tc.name+".md", got)
 			for _, p := range mdcheck.Check(got, tc.check) {
 				t.Error(p)
 			}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"maps"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,19 +17,9 @@ func TestCombinedComment(t *testing.T) {
 	pr := newThreeStackPR(t)
 	gh := githubfake.New(t)
 	const number = 21
-	releases := filepath.Join(t.TempDir(), "releases")
 	push := func(sha string, inputs map[string]string) (actionRun, string, string) {
 		t.Helper()
-		env := map[string]string{"KUBECONFIG": pr.kubeconfig, "INPUT_BACKEND": "file://" + releases}
-		maps.Copy(env, inputs)
-		ev := prEvent(t, number, sha)
-		o, r := owner(ev)
-		var files []githubfake.PullFile
-		for _, s := range prStacks {
-			files = append(files, githubfake.PullFile{Filename: s + "/spec.yaml", Status: "modified"})
-		}
-		gh.SetPullFiles(o, r, number, files)
-		run := runAction(t, gh, pr.repo.root, "pull_request", ev, env)
+		run, o, r := pr.preview(t, gh, number, sha, inputs)
 		if run.code != 0 {
 			t.Fatalf("action exited %d\n%s\n%s", run.code, run.stdout, run.stderr)
 		}
@@ -128,15 +116,7 @@ func TestCombinedCommentRefused(t *testing.T) {
 	gh := githubfake.New(t)
 	gh.ServerErrorOnce("POST")
 	const number = 22
-	env := map[string]string{"KUBECONFIG": pr.kubeconfig, "INPUT_BACKEND": "file://" + filepath.Join(t.TempDir(), "releases"), "INPUT_COMMENT": "combined"}
-	ev := prEvent(t, number, "4444444444444444444444444444444444444444")
-	o, r := owner(ev)
-	var files []githubfake.PullFile
-	for _, s := range prStacks {
-		files = append(files, githubfake.PullFile{Filename: s + "/spec.yaml", Status: "modified"})
-	}
-	gh.SetPullFiles(o, r, number, files)
-	run := runAction(t, gh, pr.repo.root, "pull_request", ev, env)
+	run, o, r := pr.preview(t, gh, number, "4444444444444444444444444444444444444444", map[string]string{"INPUT_COMMENT": "combined"})
 	if run.code == 0 {
 		t.Errorf("the step succeeded without its comment")
 	}

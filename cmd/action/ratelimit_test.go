@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -24,7 +25,7 @@ func TestPullRequestPreviewUnderSecondaryLimit(t *testing.T) {
 			gh := githubfake.New(t)
 			gh.SecondaryLimitOn(nth)
 			const number = 9
-			run, o, r := pr.preview(t, gh, number, "3333333333333333333333333333333333333333")
+			run, o, r := pr.preview(t, gh, number, "3333333333333333333333333333333333333333", nil)
 			if run.code != 0 {
 				t.Fatalf("action exited %d\n%s\n%s", run.code, run.stdout, run.stderr)
 			}
@@ -86,10 +87,12 @@ func newThreeStackPR(t *testing.T) threeStackPR {
 }
 
 // preview runs the action on pull request number at sha, touching every
-// stack, against gh; it returns the run and the repository's owner and name.
-func (p threeStackPR) preview(t *testing.T, gh *githubfake.Server, number int, sha string) (actionRun, string, string) {
+// stack, against gh, with inputs besides the cluster and a release store
+// of its own; it returns the run and the repository's owner and name.
+func (p threeStackPR) preview(t *testing.T, gh *githubfake.Server, number int, sha string, inputs map[string]string) (actionRun, string, string) {
 	t.Helper()
 	env := map[string]string{"KUBECONFIG": p.kubeconfig, "INPUT_BACKEND": "file://" + filepath.Join(t.TempDir(), "releases")}
+	maps.Copy(env, inputs)
 	ev := prEvent(t, number, sha)
 	o, r := owner(ev)
 	var files []githubfake.PullFile

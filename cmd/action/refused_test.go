@@ -18,7 +18,7 @@ func TestRefusedCommentShowsInItsCheck(t *testing.T) {
 	gh := githubfake.New(t)
 	gh.ServerErrorOnce("POST")
 	const number = 11
-	run, o, r := pr.preview(t, gh, number, "4444444444444444444444444444444444444444")
+	run, o, r := pr.preview(t, gh, number, "4444444444444444444444444444444444444444", nil)
 	if run.code == 0 {
 		t.Errorf("the action passed although a stack's comment was refused")
 	}
