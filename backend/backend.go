@@ -521,7 +521,7 @@ func (s *Store) Create(ctx context.Context, r *model.Release) error {
 	if err := checkRelease(r); err != nil {
 		return fmt.Errorf("create release: %w", err)
 	}
-	now := s.now().Truncate(time.Second)
+	now := s.now()
 	if r.CreateTime.IsZero() {
 		r.CreateTime = now
 	}
@@ -576,7 +576,7 @@ func (s *Store) Update(ctx context.Context, r *model.Release) error {
 		// abandoned, or unlocked): the holder must not bring it back.
 		return fmt.Errorf("update release %s/%s/%d: %w: %s", r.Project, r.Workspace, r.Revision, ErrSuperseded, stored.Message)
 	}
-	r.ModifiedTime = s.now().Truncate(time.Second)
+	s.touch(r)
 	if data, err = encodeRelease(r); err != nil {
 		return err
 	}
@@ -667,10 +667,20 @@ func isTakeover(msg string) bool {
 	return strings.HasPrefix(msg, supersededPrefix) || strings.HasPrefix(msg, unlockedPrefix)
 }
 
+// touch sets r's ModifiedTime to now, to the nanosecond as Kusion writes
+// it, and never before its CreateTime: a release created by a machine whose
+// clock is ahead of ours must not read as modified before it began.
+func (s *Store) touch(r *model.Release) {
+	r.ModifiedTime = s.now()
+	if r.ModifiedTime.Before(r.CreateTime) {
+		r.ModifiedTime = r.CreateTime
+	}
+}
+
 // write rewrites an existing release unconditionally (Begin and Unlock ending
 // someone else's release).
 func (s *Store) write(ctx context.Context, r *model.Release) error {
-	r.ModifiedTime = s.now().Truncate(time.Second)
+	s.touch(r)
 	data, err := encodeRelease(r)
 	if err != nil {
 		return err
