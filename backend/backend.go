@@ -254,7 +254,22 @@ func (s *Store) Latest(ctx context.Context, project, workspace string) (*model.R
 	if err := validNames(project, workspace); err != nil {
 		return nil, fmt.Errorf("read latest release %s/%s: %w", project, workspace, err)
 	}
-	latest, _, err := s.scan(ctx, project, workspace, false)
+	latest, _, err := s.scan(ctx, project, workspace, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("read latest release %s/%s: %w", project, workspace, err)
+	}
+	return latest, nil
+}
+
+// latestForWrite is Latest for a caller about to write the project's
+// workspace (Begin, Unlock): it also repairs the index where the probes
+// show it wrong, for Kusion's CLI, which trusts it. A read alone never
+// writes.
+func (s *Store) latestForWrite(ctx context.Context, project, workspace string) (*model.Release, error) {
+	if err := validNames(project, workspace); err != nil {
+		return nil, fmt.Errorf("read latest release %s/%s: %w", project, workspace, err)
+	}
+	latest, _, err := s.scan(ctx, project, workspace, true, true)
 	if err != nil {
 		return nil, fmt.Errorf("read latest release %s/%s: %w", project, workspace, err)
 	}
@@ -268,7 +283,7 @@ func (s *Store) Revisions(ctx context.Context, project, workspace string) ([]uin
 	if err := validNames(project, workspace); err != nil {
 		return nil, fmt.Errorf("list revisions %s/%s: %w", project, workspace, err)
 	}
-	_, ix, err := s.scan(ctx, project, workspace, true)
+	_, ix, err := s.scan(ctx, project, workspace, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("list revisions %s/%s: %w", project, workspace, err)
 	}
@@ -279,16 +294,17 @@ func (s *Store) Revisions(ctx context.Context, project, workspace string) ([]uin
 	return revs, nil
 }
 
-// scan finds the latest release from the index and probing, repairs the
-// index where the probes show it wrong, and returns both. With gaps it also
-// finds the revisions below the latest that the index does not list.
+// scan finds the latest release from the index and probing, and returns
+// both, the index completed with what the probes found; with repair it
+// writes that index back where it was wrong. With gaps it also finds the
+// revisions below the latest that the index does not list.
 //
 // The index is never trusted to bound a loop: probing forward stops at the
 // first free slot, so it costs what exists; an index naming a revision that
 // does not exist (restored, hand-edited, or written to make readers walk
 // back a billion slots) sends the reader to the folder's listing, whose
 // length is what exists too. Every step honours ctx.
-func (s *Store) scan(ctx context.Context, project, workspace string, gaps bool) (*model.Release, *index, error) {
+func (s *Store) scan(ctx context.Context, project, workspace string, gaps, repair bool) (*model.Release, *index, error) {
 	ix, _, err := s.readIndex(ctx, project, workspace)
 	if err != nil {
 		return nil, nil, err
@@ -383,9 +399,9 @@ func (s *Store) scan(ctx context.Context, project, workspace string, gaps bool) 
 	if latest != nil && ix.set(latest) {
 		changed = true
 	}
-	if changed {
+	if changed && repair {
 		// Best effort: the repair helps Kusion's CLI, which trusts the index,
-		// but our readers do not need it, and a read-only caller must still read.
+		// but our readers do not need it.
 		_ = s.writeIndex(ctx, project, workspace, ix)
 	}
 	return latest, ix, nil
@@ -711,7 +727,7 @@ func (s *Store) begin(ctx context.Context, r *model.Release, cond func(*model.Re
 		}
 	}()
 	for attempt := 0; attempt < beginAttempts; attempt++ {
-		latest, err := s.Latest(ctx, r.Project, r.Workspace)
+		latest, err := s.latestForWrite(ctx, r.Project, r.Workspace)
 		if err != nil {
 			return nil, nil, fmt.Errorf("begin release: %w", err)
 		}
