@@ -36,6 +36,7 @@ import (
 	_ "gocloud.dev/blob/memblob"  // mem:// (tests, dry runs)
 	"sigs.k8s.io/yaml"
 
+	"github.com/kusionpr/kusionpr/internal/kusionhome"
 	"github.com/kusionpr/kusionpr/internal/yamlenc"
 	"github.com/kusionpr/kusionpr/model"
 )
@@ -207,15 +208,12 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	return s, nil
 }
 
-// DefaultURL is Kusion's default local folder: $KUSION_HOME, else ~/.kusion.
+// DefaultURL is Kusion's default local folder: $KUSION_HOME, else .kusion in
+// the user's home, as Kusion finds it (kusionhome.Dir).
 func DefaultURL() string {
-	dir := os.Getenv("KUSION_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = "."
-		}
-		dir = filepath.Join(home, ".kusion")
+	dir, err := kusionhome.Dir()
+	if err != nil {
+		dir = ".kusion"
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -390,10 +391,20 @@ func TestOpen(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "releases/p/w/1.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	// Without KUSION_HOME, Kusion's folder is in the user's home as the
+	// password database gives it, as the Kusion CLI finds it, whatever
+	// $HOME says: both read the same config.yaml and default folder.
 	t.Setenv("KUSION_HOME", "")
 	t.Setenv("HOME", "/home/someone")
-	if got := DefaultURL(); got != "file:///home/someone/.kusion" {
-		t.Errorf("DefaultURL() without KUSION_HOME = %q", got)
+	want := "/home/someone/.kusion"
+	if u, err := user.Current(); err == nil && u.HomeDir != "" {
+		want = filepath.Join(u.HomeDir, ".kusion")
+	}
+	if got := DefaultURL(); got != fileURL(want) {
+		t.Errorf("DefaultURL() without KUSION_HOME = %q, want %q", got, fileURL(want))
+	}
+	if got := KusionConfigFile(); got != filepath.Join(want, "config.yaml") {
+		t.Errorf("KusionConfigFile() without KUSION_HOME = %q, want %q", got, filepath.Join(want, "config.yaml"))
 	}
 }
 

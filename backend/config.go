@@ -17,6 +17,8 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kusionpr/kusionpr/internal/kusionhome"
 )
 
 // Config is Kusion's backend configuration, as `kusion config` keeps it in
@@ -29,14 +31,11 @@ type Config struct {
 
 // KusionConfigFile is where the Kusion CLI keeps its configuration.
 func KusionConfigFile() string {
-	if h := os.Getenv("KUSION_HOME"); h != "" {
-		return filepath.Join(h, "config.yaml")
-	}
-	home, err := os.UserHomeDir()
+	dir, err := kusionhome.Dir()
 	if err != nil {
-		return filepath.Join(".kusion", "config.yaml")
+		dir = ".kusion"
 	}
-	return filepath.Join(home, ".kusion", "config.yaml")
+	return filepath.Join(dir, "config.yaml")
 }
 
 // CurrentKusionBackend reads a Kusion config file and returns the backend its

@@ -8,24 +8,30 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/kusionpr/kusionpr/internal/kusionhome"
 )
 
 // Home returns where Kusion keeps module binaries: $KUSION_MODULE_PATH if
-// set, else the modules folder of Kusion's data folder, which is
-// $KUSION_PATH or ~/.kusion (kusionstack.io/kusion pkg/modules/plugin.go
-// PluginDir and pkg/util/kfile KusionDataFolder).
+// set, else the modules folder of Kusion's data folder, where `kusion
+// generate` copies them (kusionstack.io/kusion pkg/engine/api/generate
+// CopyDependentModules): $KUSION_HOME/modules, else $KUSION_PATH/modules
+// (an older Kusion's variable), else .kusion/modules in the user's home as
+// Kusion finds it (kusionhome.Dir).
 func Home() (string, error) {
 	if p, ok := os.LookupEnv("KUSION_MODULE_PATH"); ok && p != "" {
 		return p, nil
 	}
-	if p := os.Getenv("KUSION_PATH"); p != "" {
-		return filepath.Join(p, "modules"), nil
+	if os.Getenv("KUSION_HOME") == "" {
+		if p := os.Getenv("KUSION_PATH"); p != "" {
+			return filepath.Join(p, "modules"), nil
+		}
 	}
-	home, err := os.UserHomeDir()
+	dir, err := kusionhome.Dir()
 	if err != nil {
 		return "", fmt.Errorf("finding Kusion's module folder: %w", err)
 	}
-	return filepath.Join(home, ".kusion", "modules"), nil
+	return filepath.Join(dir, "modules"), nil
 }
 
 // Find locates the binary of the module registered in a workspace with path

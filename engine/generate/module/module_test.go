@@ -378,9 +378,15 @@ func TestFind(t *testing.T) {
 
 func TestHome(t *testing.T) {
 	t.Setenv("KUSION_MODULE_PATH", "")
+	t.Setenv("KUSION_HOME", "")
 	t.Setenv("KUSION_PATH", "/opt/kusion")
 	if got, _ := Home(); got != filepath.Join("/opt/kusion", "modules") {
 		t.Errorf("Home with KUSION_PATH = %s", got)
+	}
+	// Where kusion generate copies module binaries: Kusion's data folder.
+	t.Setenv("KUSION_HOME", "/srv/kusion")
+	if got, _ := Home(); got != filepath.Join("/srv/kusion", "modules") {
+		t.Errorf("Home with KUSION_HOME = %s", got)
 	}
 	t.Setenv("KUSION_MODULE_PATH", "/srv/modules")
 	if got, _ := Home(); got != "/srv/modules" {
