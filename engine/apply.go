@@ -61,7 +61,8 @@ func (e *Engine) Apply(ctx context.Context, st Stack, opts ApplyOptions) (*Resul
 }
 
 // Destroy deletes every resource the latest release holds, dependents first,
-// and records a release with an empty state.
+// and records a release with an empty state whose spec lists what it
+// destroyed.
 func (e *Engine) Destroy(ctx context.Context, st Stack, opts ApplyOptions) (*Result, error) {
 	st.Spec = &model.Spec{}
 	return e.run(ctx, st, model.PhaseDestroying, opts)
@@ -100,9 +101,13 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 	}
 
 	now := e.now()
+	spec := e.redactSpec(ctx, st.Spec)
+	if phase == model.PhaseDestroying {
+		spec = destroyedSpec(latest)
+	}
 	rel := &model.Release{
 		Project: st.Project, Workspace: st.Workspace, Stack: st.Stack,
-		Spec:  e.redactSpec(ctx, st.Spec),
+		Spec:  spec,
 		State: carriedState(latest),
 		Phase: phase, CreateTime: now, ModifiedTime: now,
 		Origin: st.Origin,
@@ -133,6 +138,9 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		// Another runner released a revision between our read and our slot:
 		// carry its state, not the older one.
 		saver.replaceState(carriedState(prior))
+		if phase == model.PhaseDestroying {
+			saver.replaceSpec(destroyedSpec(prior))
+		}
 	}
 
 	res := &Result{Release: rel, Failed: map[string]error{}}
@@ -322,6 +330,26 @@ func carriedState(r *model.Release) *model.State {
 		return &model.State{}
 	}
 	return &model.State{Resources: r.State.Resources.DeepCopy()}
+}
+
+// destroyedSpec is the spec a destroy release records, as Kusion's
+// CreateDestroyRelease writes it: the resources of the prior release's
+// state, which the destroy deletes, with that release's secret store and
+// context. The runtimes' private state stays in the release's state only.
+func destroyedSpec(prior *model.Release) *model.Spec {
+	out := &model.Spec{Resources: model.Resources{}}
+	if prior == nil {
+		return out
+	}
+	if prior.Spec != nil {
+		out.SecretStore, out.Context = prior.Spec.SecretStore, prior.Spec.Context
+	}
+	if prior.State != nil {
+		for _, r := range prior.State.Resources {
+			out.Resources = append(out.Resources, model.Public(r))
+		}
+	}
+	return out
 }
 
 func sameRevision(a, b *model.Release) bool {

@@ -159,6 +159,13 @@ func (s *stateSaver) replaceState(st *model.State) {
 	s.changed()
 }
 
+func (s *stateSaver) replaceSpec(sp *model.Spec) {
+	s.mu.Lock()
+	s.rel.Spec = sp
+	s.mu.Unlock()
+	s.changed()
+}
+
 // finish stops the background saves and writes the final phase.
 func (s *stateSaver) finish(ctx context.Context, ok bool, msg string, now time.Time) error {
 	close(s.finishing)

@@ -128,6 +128,9 @@ type CommentOptions struct {
 	Release *model.Release
 	// Location is the stack's folder in the repository, shown beside its name.
 	Location string
+	// Destroy: the release is a destroy's (its spec lists what it
+	// destroyed, as Kusion's do).
+	Destroy bool
 }
 
 // Comment renders p as a pull-request comment.
@@ -138,7 +141,7 @@ func (r *Renderer) Comment(p *engine.Preview, stackErr error, opts CommentOption
 	}
 	v.Release = opts.Release
 	v.Location = opts.Location
-	v.Destroy = opts.Release != nil && (opts.Release.Spec == nil || len(opts.Release.Spec.Resources) == 0)
+	v.Destroy = opts.Release != nil && (opts.Destroy || opts.Release.Spec == nil || len(opts.Release.Spec.Resources) == 0)
 	var buf bytes.Buffer
 	if err := r.md.Execute(&buf, v); err != nil {
 		return "", fmt.Errorf("render markdown: %w", err)
