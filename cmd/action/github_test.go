@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kusionpr/kusionpr/internal/githubfake"
+	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
@@ -413,6 +414,32 @@ func TestApplyOnPush(t *testing.T) {
 		if !strings.Contains(titles, again.wantTitlePart) {
 			t.Errorf("record-unchanged %q: no check titled %q:\n%s", again.record, again.wantTitlePart, titles)
 		}
+	}
+
+	// A merge deleting the stack's folder destroys it; the release lists
+	// what it destroyed as its spec, as Kusion's destroy releases do.
+	const gone, goneNumber = "5555555555555555555555555555555555555555", 13
+	if err := os.RemoveAll(filepath.Join(repo.root, "apps/web/dev")); err != nil {
+		t.Fatal(err)
+	}
+	ev["after"] = gone
+	gh.SetCommitPulls(o, r, gone, []int{goneNumber})
+	gh.SetPullFiles(o, r, goneNumber, []githubfake.PullFile{
+		{Filename: "apps/web/dev/spec.yaml", Status: "removed"}, {Filename: "apps/web/dev/stack.yaml", Status: "removed"},
+	})
+	run = runAction(t, gh, repo.root, "push", ev, map[string]string{
+		"KUBECONFIG": env["KUBECONFIG"], "INPUT_BACKEND": env["INPUT_BACKEND"], "INPUT_COMMAND": "apply", "GITHUB_SHA": gone,
+	})
+	if run.code != 0 {
+		t.Fatalf("destroy exited %d\n%s\n%s", run.code, run.stdout, run.stderr)
+	}
+	if c := gh.Comments(o, r, goneNumber); len(c) != 1 || !strings.Contains(c[0].Body, "Destroyed stack") {
+		t.Errorf("comments on the pull request deleting the stack: %+v, want one saying it was destroyed", c)
+	}
+	rels := releases(t, env["INPUT_BACKEND"], "web")
+	last := rels[len(rels)-1]
+	if last.Revision != 3 || last.Phase != model.PhaseSucceeded || len(last.State.Resources) != 0 || last.Spec == nil || len(last.Spec.Resources) != 3 {
+		t.Errorf("the destroy's release: revision %d %s, %d in its state, spec %+v; want 3 succeeded, none left, the 3 destroyed listed", last.Revision, last.Phase, len(last.State.Resources), last.Spec)
 	}
 }
 
