@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"errors"
+	"fmt"
 	"flag"
 	"os"
 	"path/filepath"
@@ -57,6 +58,55 @@ func hostilePreview() *engine.Preview {
 	}
 }
 
+func createOnlyPreview() *engine.Preview {
+	ns := &model.Resource{ID: "v1:Namespace:shop", Type: model.Kubernetes, Attributes: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}}}
+	cm := &model.Resource{ID: "v1:ConfigMap:shop:cfg", Type: model.Kubernetes, Attributes: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cfg", "namespace": "shop"}, "data": map[string]any{"mode": "one"}}}
+	return &engine.Preview{Project: "shop", Workspace: "dev", Stack: "dev",
+		StepKeys: []string{ns.ID, cm.ID},
+		ChangeSteps: map[string]*engine.Step{
+			ns.ID: {ID: ns.ID, Action: engine.Create, To: ns},
+			cm.ID: {ID: cm.ID, Action: engine.Create, To: cm},
+		}}
+}
+
+func driftPreview() *engine.Preview {
+	web, cfg := "apps/v1:Deployment:shop:web", "v1:ConfigMap:shop:cfg"
+	return &engine.Preview{Project: "shop", Workspace: "prod", Stack: "prod", PriorRevision: 7,
+		StepKeys: []string{cfg, web},
+		ChangeSteps: map[string]*engine.Step{
+			web: {ID: web, Action: engine.Update,
+				Changes: []engine.FieldChange{{Path: "spec.template.spec.containers[0].image", Op: "replace", From: "web:1.0", To: "web:1.1"}},
+				Drift:   []engine.FieldChange{{Path: "spec.replicas", Op: "replace", From: 2.0, To: 5.0}}},
+			cfg: {ID: cfg, Action: engine.UnChanged},
+		}}
+}
+
+func replacementPreview() *engine.Preview {
+	file := "hashicorp:local:local_file:motd"
+	return &engine.Preview{Project: "infra", Workspace: "dev", Stack: "dev", PriorRevision: 2,
+		StepKeys: []string{file},
+		ChangeSteps: map[string]*engine.Step{
+			file: {ID: file, Action: engine.Update, Replace: []string{"content"},
+				Changes: []engine.FieldChange{{Path: "content", Op: "replace", From: "hello", To: "hello, world"}}},
+		}}
+}
+
+func secretPreview() *engine.Preview {
+	created := model.Redact(model.Resource{ID: "v1:Secret:shop:creds", Type: model.Kubernetes, Attributes: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "creds", "namespace": "shop"},
+		"stringData": map[string]any{"password": "hunter2-very-secret"}}})
+	token := "v1:Secret:shop:token"
+	return &engine.Preview{Project: "shop", Workspace: "dev", Stack: "dev", PriorRevision: 1,
+		StepKeys: []string{created.ID, token},
+		ChangeSteps: map[string]*engine.Step{
+			created.ID: {ID: created.ID, Action: engine.Create, To: &created},
+			token: {ID: token, Action: engine.Update, Changes: []engine.FieldChange{
+				{Path: "data.token", Op: "replace", From: model.Fingerprint("old-token-value"), To: model.Fingerprint("new-token-value")}}},
+		}}
+}
+
 // goldenCases are the comments whose exact Markdown is reviewed in
 // testdata/golden.
 func goldenCases() []struct {
@@ -76,6 +126,12 @@ func goldenCases() []struct {
 		check mdcheck.Want
 	}{
 		{name: "sample", p: samplePreview(), check: mdcheck.Want{Details: 5}},
+		{name: "create-only", p: createOnlyPreview(), check: mdcheck.Want{Details: 2}},
+		{name: "update-with-drift", p: driftPreview(), check: mdcheck.Want{Details: 2}},
+		{name: "replacement", p: replacementPreview(), check: mdcheck.Want{Details: 1}},
+		{name: "secret", p: secretPreview(), check: mdcheck.Want{Details: 2}},
+		{name: "failed-stack", p: &engine.Preview{Project: "shop", Stack: "dev", Workspace: "dev", ChangeSteps: map[string]*engine.Step{}},
+			err: errors.New("apps/shop/dev/spec.yaml: resource 2 (v1:ConfigMap:shop:cfg): dependsOn names v1:Namespace:gone, which is not in the spec"), check: mdcheck.Want{}},
 		{name: "hostile", p: hostilePreview(), opts: report.CommentOptions{Location: hostileFolder},
 			check: mdcheck.Want{Details: 5, Data: []string{hostile, hostileFolder, "@org/team ![x](http://127.0.0.1/b)"}}},
 		{name: "hostile-release", p: hostilePreview(), opts: report.CommentOptions{Location: hostileFolder, Release: failedRelease},
@@ -119,6 +175,11 @@ func TestCommentGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, tc.name+".md", got)
+			for _, secret := range []string{"hunter2-very-secret", "old-token-value", "new-token-value", "tok-123456"} {
+				if strings.Contains(got, secret) {
+					t.Errorf("the comment shows the secret value %q", secret)
+				}
+			}
 			for _, p := range mdcheck.Check(got, tc.check) {
 				t.Error(p)
 			}
@@ -162,6 +223,38 @@ func TestHostileCommentSplits(t *testing.T) {
 		}
 		for _, problem := range mdcheck.Check(part, mdcheck.Want{Details: own}) {
 			t.Errorf("part %d: %s\n%s", i+1, problem, part)
+		}
+	}
+}
+
+// TestSplitGolden: a preview too long for one comment, cut as the
+// action cuts it, part by part as reviewed.
+func TestSplitGolden(t *testing.T) {
+	r, _ := report.New()
+	p := createOnlyPreview()
+	for i := range 30 {
+		id := fmt.Sprintf("v1:ConfigMap:shop:cfg-%02d", i)
+		p.StepKeys = append(p.StepKeys, id)
+		p.ChangeSteps[id] = &engine.Step{ID: id, Action: engine.Create, To: &model.Resource{ID: id, Type: model.Kubernetes, Attributes: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": fmt.Sprintf("cfg-%02d", i), "namespace": "shop"},
+			"data": map[string]any{"blob": strings.Repeat(fmt.Sprintf("line %02d of a long value\n", i), 12)}}}}
+	}
+	body, err := r.Comment(p, nil, report.CommentOptions{Marker: "<!-- kusionpr:preview stack=apps/shop/dev workspace=dev -->", Location: "apps/shop/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := report.Split(body, report.SplitOptions{Limit: 6000, MaxParts: 3,
+		Header:    func(i, n int) string { return fmt.Sprintf("<!-- kusionpr:preview stack=apps/shop/dev workspace=dev part=%d -->\n*continued (%d of %d)*\n", i, i, n) },
+		Footer:    func(i, n int) string { return fmt.Sprintf("\n\n*Continued in the next comment (%d of %d).*", i+1, n) },
+		Truncated: "\n\n> [!NOTE]\n> This preview is too long for comments: the rest is in the workflow run's job summary.",
+	})
+	if len(parts) != 3 {
+		t.Fatalf("%d parts, want 3 (the cap)", len(parts))
+	}
+	for i, part := range parts {
+		golden(t, fmt.Sprintf("split-%d.md", i+1), part)
+		for _, p := range mdcheck.Check(part, mdcheck.Want{Details: strings.Count(part, "<details>")}) {
+			t.Errorf("part %d: %s", i+1, p)
 		}
 	}
 }
