@@ -2,8 +2,8 @@ package report_test
 
 import (
 	"errors"
-	"fmt"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,7 +244,9 @@ func TestSplitGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts := report.Split(body, report.SplitOptions{Limit: 6000, MaxParts: 3,
-		Header:    func(i, n int) string { return fmt.Sprintf("<!-- kusionpr:preview stack=apps/shop/dev workspace=dev part=%d -->\n*continued (%d of %d)*\n", i, i, n) },
+		Header: func(i, n int) string {
+			return fmt.Sprintf("<!-- kusionpr:preview stack=apps/shop/dev workspace=dev part=%d -->\n*continued (%d of %d)*\n", i, i, n)
+		},
 		Footer:    func(i, n int) string { return fmt.Sprintf("\n\n*Continued in the next comment (%d of %d).*", i+1, n) },
 		Truncated: "\n\n> [!NOTE]\n> This preview is too long for comments: the rest is in the workflow run's job summary.",
 	})

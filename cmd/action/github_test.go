@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/kusionpr/kusionpr/internal/githubfake"
-	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/internal/testenv"
+	"github.com/kusionpr/kusionpr/model"
 )
 
 var (
