@@ -155,20 +155,17 @@ func (a *App) Installations(ctx context.Context) ([]int64, error) {
 		return nil, err
 	}
 	var ids []int64
-	opts := &github.ListOptions{PerPage: 100}
-	for {
-		list, resp, err := c.gh.Apps.ListInstallations(ctx, opts)
+	err = eachPage(100, func(lo github.ListOptions) (*github.Response, bool, error) {
+		list, resp, err := c.gh.Apps.ListInstallations(ctx, &lo)
 		if err != nil {
-			return nil, fmt.Errorf("list installations of app %d: %w", a.ID, err)
+			return nil, false, fmt.Errorf("list installations of app %d: %w", a.ID, err)
 		}
 		for _, in := range list {
 			ids = append(ids, in.GetID())
 		}
-		if resp.NextPage == 0 {
-			return ids, nil
-		}
-		opts.Page = resp.NextPage
-	}
+		return resp, false, nil
+	})
+	return ids, err
 }
 
 // Repository is a repository an installation reaches.
@@ -188,20 +185,17 @@ func (a *App) Repositories(ctx context.Context, installationID int64) ([]Reposit
 		return nil, err
 	}
 	var out []Repository
-	opts := &github.ListOptions{PerPage: 100}
-	for {
-		list, resp, err := c.gh.Apps.ListRepos(ctx, opts)
+	err = eachPage(100, func(lo github.ListOptions) (*github.Response, bool, error) {
+		list, resp, err := c.gh.Apps.ListRepos(ctx, &lo)
 		if err != nil {
-			return nil, fmt.Errorf("repositories of installation %d: %w", installationID, err)
+			return nil, false, fmt.Errorf("repositories of installation %d: %w", installationID, err)
 		}
 		for _, r := range list.Repositories {
 			out = append(out, Repository{ID: r.GetID(), Owner: r.GetOwner().GetLogin(), Name: r.GetName(), DefaultBranch: r.GetDefaultBranch()})
 		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
-	}
+		return resp, false, nil
+	})
+	return out, err
 }
 
 // Merged is a merged pull request.
@@ -216,18 +210,17 @@ type Merged struct {
 // time, newest first.
 func (c *Client) RecentlyMerged(ctx context.Context, base string, since time.Time) ([]Merged, error) {
 	var out []Merged
-	opts := &github.PullRequestListOptions{State: "closed", Base: base, Sort: "updated", Direction: "desc", ListOptions: github.ListOptions{PerPage: 50}}
-	for {
+	opts := &github.PullRequestListOptions{State: "closed", Base: base, Sort: "updated", Direction: "desc"}
+	err := eachPage(50, func(lo github.ListOptions) (*github.Response, bool, error) {
+		opts.ListOptions = lo
 		prs, resp, err := c.gh.PullRequests.List(ctx, c.owner, c.repo, opts)
 		if err != nil {
-			return nil, fmt.Errorf("list closed pull requests: %w", err)
+			return nil, false, fmt.Errorf("list closed pull requests: %w", err)
 		}
-		old := false
 		for _, pr := range prs {
 			// Sorted by update: a merge since "since" was an update since.
 			if pr.GetUpdatedAt().Before(since) {
-				old = true
-				break
+				return resp, true, nil
 			}
 			if pr.MergedAt == nil || pr.GetMergedAt().Before(since) {
 				continue
@@ -235,14 +228,14 @@ func (c *Client) RecentlyMerged(ctx context.Context, base string, since time.Tim
 			// The list leaves out who merged.
 			full, _, err := c.gh.PullRequests.Get(ctx, c.owner, c.repo, pr.GetNumber())
 			if err != nil {
-				return nil, fmt.Errorf("read pull request #%d: %w", pr.GetNumber(), err)
+				return nil, false, fmt.Errorf("read pull request #%d: %w", pr.GetNumber(), err)
 			}
 			out = append(out, Merged{Number: pr.GetNumber(), SHA: full.GetMergeCommitSHA(), MergedAt: full.GetMergedAt().Time, MergedBy: full.GetMergedBy().GetLogin()})
 		}
-		if old || resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+		return resp, false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].MergedAt.After(out[j].MergedAt) })
 	return out, nil

@@ -78,20 +78,17 @@ type File struct {
 // (GitHub lists at most 3,000).
 func (c *Client) PullRequestFiles(ctx context.Context, number int) ([]File, error) {
 	var out []File
-	opts := &github.ListOptions{PerPage: 100}
-	for {
-		files, resp, err := c.gh.PullRequests.ListFiles(ctx, c.owner, c.repo, number, opts)
+	err := eachPage(100, func(lo github.ListOptions) (*github.Response, bool, error) {
+		files, resp, err := c.gh.PullRequests.ListFiles(ctx, c.owner, c.repo, number, &lo)
 		if err != nil {
-			return nil, fmt.Errorf("list files of pull request #%d: %w", number, err)
+			return nil, false, fmt.Errorf("list files of pull request #%d: %w", number, err)
 		}
 		for _, f := range files {
 			out = append(out, File{Path: f.GetFilename(), Status: f.GetStatus(), PreviousPath: f.GetPreviousFilename()})
 		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
-	}
+		return resp, false, nil
+	})
+	return out, err
 }
 
 // PullRequest is what the workflow needs of one pull request.

@@ -106,11 +106,10 @@ func (c *Client) listOurs(ctx context.Context, issue int) ([]comment, error) {
 		return nil, fmt.Errorf("comments of #%d: own login: %w", issue, err)
 	}
 	var out []comment
-	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		cs, resp, err := c.gh.Issues.ListComments(ctx, c.owner, c.repo, issue, opts)
+	err = eachPage(100, func(lo github.ListOptions) (*github.Response, bool, error) {
+		cs, resp, err := c.gh.Issues.ListComments(ctx, c.owner, c.repo, issue, &github.IssueListCommentsOptions{ListOptions: lo})
 		if err != nil {
-			return nil, fmt.Errorf("list comments of #%d: %w", issue, err)
+			return nil, false, fmt.Errorf("list comments of #%d: %w", issue, err)
 		}
 		for _, ic := range cs {
 			// Logins are case-insensitive on GitHub.
@@ -121,11 +120,9 @@ func (c *Client) listOurs(ctx context.Context, issue int) ([]comment, error) {
 				out = append(out, comment{id: ic.GetID(), body: ic.GetBody(), url: ic.GetHTMLURL(), key: key, part: part})
 			}
 		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
-	}
+		return resp, false, nil
+	})
+	return out, err
 }
 
 // Publish makes the comments about key on issue be exactly parts (each

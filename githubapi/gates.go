@@ -81,12 +81,11 @@ type Approval struct {
 func (c *Client) Approvals(ctx context.Context, number int, author, headSHA string) ([]Approval, error) {
 	latest := map[string]*github.PullRequestReview{}
 	var order []string
-	opts := &github.ListOptions{PerPage: 100}
-	for {
+	err := eachPage(100, func(lo github.ListOptions) (*github.Response, bool, error) {
 		// GitHub lists reviews oldest first.
-		rs, resp, err := c.gh.PullRequests.ListReviews(ctx, c.owner, c.repo, number, opts)
+		rs, resp, err := c.gh.PullRequests.ListReviews(ctx, c.owner, c.repo, number, &lo)
 		if err != nil {
-			return nil, fmt.Errorf("reviews of #%d: %w", number, err)
+			return nil, false, fmt.Errorf("reviews of #%d: %w", number, err)
 		}
 		for _, r := range rs {
 			u := strings.ToLower(r.GetUser().GetLogin())
@@ -105,10 +104,10 @@ func (c *Client) Approvals(ctx context.Context, number int, author, headSHA stri
 			}
 			latest[u] = r
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+		return resp, false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var out []Approval
 	for _, u := range order {
@@ -218,11 +217,10 @@ type Own struct {
 // passed, leaving out the App's own, and names the ones that did not.
 func (c *Client) ChecksGreen(ctx context.Context, sha string, own Own) (bool, []string, error) {
 	var bad []string
-	opts := &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		res, resp, err := c.gh.Checks.ListCheckRunsForRef(ctx, c.owner, c.repo, sha, opts)
+	err := eachPage(100, func(lo github.ListOptions) (*github.Response, bool, error) {
+		res, resp, err := c.gh.Checks.ListCheckRunsForRef(ctx, c.owner, c.repo, sha, &github.ListCheckRunsOptions{ListOptions: lo})
 		if err != nil {
-			return false, nil, fmt.Errorf("check runs of %s: %w", sha, err)
+			return nil, false, fmt.Errorf("check runs of %s: %w", sha, err)
 		}
 		for _, cr := range res.CheckRuns {
 			if own.AppID != 0 && cr.GetApp().GetID() == own.AppID {
@@ -234,19 +232,18 @@ func (c *Client) ChecksGreen(ctx context.Context, sha string, own Own) (bool, []
 				bad = append(bad, checkName(cr.GetName(), cr.GetApp().GetSlug()))
 			}
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+		return resp, false, nil
+	})
+	if err != nil {
+		return false, nil, err
 	}
 	// The combined status does not say who set each status; the list
 	// does, newest first, so the first of each context is its state.
 	seen := map[string]bool{}
-	lo := &github.ListOptions{PerPage: 100}
-	for {
-		sts, resp, err := c.gh.Repositories.ListStatuses(ctx, c.owner, c.repo, sha, lo)
+	err = eachPage(100, func(lo github.ListOptions) (*github.Response, bool, error) {
+		sts, resp, err := c.gh.Repositories.ListStatuses(ctx, c.owner, c.repo, sha, &lo)
 		if err != nil {
-			return false, nil, fmt.Errorf("statuses of %s: %w", sha, err)
+			return nil, false, fmt.Errorf("statuses of %s: %w", sha, err)
 		}
 		for _, s := range sts {
 			if seen[s.GetContext()] {
@@ -260,10 +257,10 @@ func (c *Client) ChecksGreen(ctx context.Context, sha string, own Own) (bool, []
 				bad = append(bad, checkName(s.GetContext(), s.GetCreator().GetLogin()))
 			}
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		lo.Page = resp.NextPage
+		return resp, false, nil
+	})
+	if err != nil {
+		return false, nil, err
 	}
 	return len(bad) == 0, bad, nil
 }
