@@ -7,7 +7,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/engine/project"
@@ -139,22 +140,20 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	if parallel <= 0 {
 		parallel = 4
 	}
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
+	// A failing stack fails alone: its error is in its outcome.
+	var runs errgroup.Group
+	runs.SetLimit(parallel)
 	for i, st := range stacks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		runs.Go(func() error {
 			so := c.run(ctx, st)
 			if !out.Combined {
 				c.report(ctx, so)
 			}
 			out.Stacks[i] = so
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	runs.Wait()
 
 	current := map[string]bool{}
 	out.Complete = true

@@ -10,8 +10,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	"gopkg.in/yaml.v3"
 
 	"github.com/kusionpr/kusionpr/engine/generate/module"
@@ -183,25 +183,21 @@ func (g *Generator) run(ctx context.Context, all [][]*call) {
 	if n <= 0 {
 		n = 8
 	}
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
-	for _, calls := range all {
-		for _, c := range calls {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				select {
-				case sem <- struct{}{}:
-				case <-ctx.Done():
-					c.err = ctx.Err()
-					return
+	var calls errgroup.Group
+	calls.SetLimit(n)
+	for _, cs := range all {
+		for _, c := range cs {
+			calls.Go(func() error {
+				// Each call keeps its own error: one failing module stops
+				// none of the others.
+				if c.err = ctx.Err(); c.err == nil {
+					c.resp, c.err = g.call(ctx, c)
 				}
-				defer func() { <-sem }()
-				c.resp, c.err = g.call(ctx, c)
-			}()
+				return nil
+			})
 		}
 	}
-	wg.Wait()
+	calls.Wait()
 }
 
 func (g *Generator) call(ctx context.Context, c *call) (resp *module.Response, err error) {

@@ -375,6 +375,20 @@ func TestIntegrationWatchTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The controllers and the scheduler get to the Deployment in their
+	// own time, slower on a busy machine: the wait under test starts once
+	// the scheduler has said why its pods do not run, so the 3 s it is
+	// given are its own.
+	kc := client(t)
+	for start := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+		evs, err := kc.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
+		if err == nil && len(evs.Items) > 0 {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("the scheduler said nothing of the pods in 2m: %v", err)
+		}
+	}
 	err := rt.Watch(ctx, dep)
 	// The scheduler's warning about the Deployment's pods says why.
 	want := "watch apps/v1:Deployment:" + ns + ":stuck: not ready after 3s: 0/2 replicas available (last warning: FailedScheduling: 0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."

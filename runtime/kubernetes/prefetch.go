@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -94,21 +95,18 @@ func (r *Runtime) Prefetch(ctx context.Context, rs []model.Resource) {
 		}
 		g.ids = append(g.ids, res.ID)
 	}
-	sem := make(chan struct{}, listsAtOnce)
-	var wg sync.WaitGroup
+	var lists errgroup.Group
+	lists.SetLimit(listsAtOnce)
 	for _, g := range groups {
 		if len(g.ids) < listThreshold {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		lists.Go(func() error {
 			found, err := r.list(ctx, g.t.gvr, g.t.id.Namespace)
 			if err != nil {
+				// Not the prefetch's error: each Read then asks alone.
 				r.log.Debug("prefetch failed; reading one by one", "resource", g.t.gvr.String(), "namespace", g.t.id.Namespace, "error", scrubError(err, nil))
-				return
+				return nil
 			}
 			now := time.Now()
 			out := make(map[string]fetched, len(g.ids))
@@ -117,9 +115,10 @@ func (r *Runtime) Prefetch(ctx context.Context, rs []model.Resource) {
 				out[id] = fetched{obj: found[k.Name], at: now}
 			}
 			r.fetched.put(out)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	lists.Wait()
 }
 
 // list returns every object of a resource in a namespace ("" for a
