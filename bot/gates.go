@@ -10,6 +10,7 @@ import (
 
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/mdsafe"
+	"github.com/kusionpr/kusionpr/workflow"
 )
 
 // mergeableWait is how the bot waits for GitHub to compute whether a pull
@@ -55,7 +56,7 @@ func list(v string) []string {
 // to do about it.
 func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *githubapi.PullRequestDetail) string {
 	switch {
-	case pr.Fork:
+	case !workflow.DecideFork(&pr.PullRequest, false, false).MayApply:
 		return "pull requests from forks are never applied"
 	case pr.State != "open":
 		return "the pull request is " + pr.State

@@ -260,12 +260,10 @@ func (b *Bot) run(ctx context.Context, j job) {
 	if j.afterMerge {
 		opts.Skip = mergeSkip(ref, j.mergedAt, j.recovering)
 	}
-	if pr.Fork && !j.afterMerge {
-		// A fork's code runs nothing with the bot's credentials (a
-		// Terraform plan can run code): previewed against the prior
-		// release only, as the action does.
-		opts.Offline = true
-	}
+	// A fork's code runs nothing with the bot's credentials (a Terraform
+	// plan can run code): previewed against the prior release only, as
+	// the action does; the bot trusts no fork.
+	opts.Offline = workflow.DecideFork(&pr.PullRequest, j.afterMerge, false).Offline
 	if j.command.Verb == chatops.Unlock {
 		rel, err := workflow.Unlock(ctx, filepath.Join(dir, b.cfg.Root, j.command.Stacks[0]), opts, j.actor, fmt.Sprintf("/kusion unlock on #%d", j.number))
 		if err != nil {

@@ -91,23 +91,14 @@ func (c *Client) PullRequestFiles(ctx context.Context, number int) ([]File, erro
 	return out, err
 }
 
-// PullRequest is what the workflow needs of one pull request.
-type PullRequest struct {
-	Number           int
-	HeadSHA, BaseRef string
-	Merged, Fork     bool
-}
-
 // PullRequest reads one pull request.
 func (c *Client) PullRequest(ctx context.Context, number int) (*PullRequest, error) {
 	pr, _, err := c.gh.PullRequests.Get(ctx, c.owner, c.repo, number)
 	if err != nil {
 		return nil, fmt.Errorf("read pull request #%d: %w", number, err)
 	}
-	return &PullRequest{
-		Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(),
-		Merged: pr.GetMerged(), Fork: isFork(pr),
-	}, nil
+	out := pullRequestOf(pr)
+	return &out, nil
 }
 
 // PullRequestsOfCommit lists the pull requests a commit belongs to (the one

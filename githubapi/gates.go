@@ -141,7 +141,6 @@ func (c *Client) Approvals(ctx context.Context, number int, author, headSHA stri
 // PullRequestDetail adds what authorising an apply needs.
 type PullRequestDetail struct {
 	PullRequest
-	Author string
 	// Mergeable is nil while GitHub computes it: GitHub starts computing
 	// when the pull request is read after a push, and answers null
 	// until it is done.
@@ -149,7 +148,6 @@ type PullRequestDetail struct {
 	// MergeableState is GitHub's mergeable_state: clean, unstable,
 	// has_hooks, blocked, behind, dirty, draft or unknown.
 	MergeableState string
-	Draft          bool
 	State          string
 }
 
@@ -165,10 +163,7 @@ func (c *Client) PullRequestDetail(ctx context.Context, number int) (*PullReques
 		return nil, fmt.Errorf("read pull request #%d: %w", number, err)
 	}
 	return &PullRequestDetail{
-		PullRequest: PullRequest{Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(),
-			Merged: pr.GetMerged(), Fork: isFork(pr)},
-		Author: pr.GetUser().GetLogin(), Mergeable: pr.Mergeable, MergeableState: pr.GetMergeableState(),
-		Draft: pr.GetDraft(), State: pr.GetState(),
+		PullRequest: pullRequestOf(pr), Mergeable: pr.Mergeable, MergeableState: pr.GetMergeableState(), State: pr.GetState(),
 	}, nil
 }
 
@@ -272,16 +267,6 @@ func checkName(name, by string) string {
 		return name
 	}
 	return name + " (by " + by + ")"
-}
-
-// isFork: the pull request's head is in another repository than its base,
-// or in none (the fork was deleted: GitHub answers head.repo null).
-func isFork(pr *github.PullRequest) bool {
-	head := pr.GetHead().GetRepo()
-	if head == nil {
-		return true
-	}
-	return head.GetFork() || !strings.EqualFold(head.GetFullName(), pr.GetBase().GetRepo().GetFullName())
 }
 
 func short(sha string) string {

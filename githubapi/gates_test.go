@@ -216,15 +216,22 @@ func TestChecksGreenByMaker(t *testing.T) {
 	}
 }
 
-func TestDeletedForkIsAFork(t *testing.T) {
+// TestForkRule: a pull request is a fork's when its head is in another
+// repository than its base, by id, whether GitHub flags that repository a
+// fork or not, or when the head's repository was deleted; a pull request
+// between two branches of a repository that is itself a fork is not. The
+// API and the event payloads say the same.
+func TestForkRule(t *testing.T) {
 	ctx := context.Background()
 	gh := githubfake.New(t)
 	c := newClient(t, gh)
 	gh.SetPullRequest(owner, repo, 3, head, "main", false)
 	gh.SetPullRequest(owner, repo, 4, head, "main", true)
+	gh.SetPullRequest(owner, repo, 5, head, "main", false)
+	gh.SetRepositoryIsFork(owner, repo, 5)
 	gh.SetPullRequest(owner, repo, 6, head, "main", false)
 	gh.SetHeadRepoDeleted(owner, repo, 6)
-	for number, want := range map[int]bool{3: false, 4: true, 6: true} {
+	for number, want := range map[int]bool{3: false, 4: true, 5: false, 6: true} {
 		pr, err := c.PullRequest(ctx, number)
 		if err != nil {
 			t.Fatal(err)
@@ -233,9 +240,44 @@ func TestDeletedForkIsAFork(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pr.Fork != want || d.Fork != want {
-			t.Errorf("#%d: PullRequest fork %v, PullRequestDetail fork %v, want %v", number, pr.Fork, d.Fork, want)
+		if pr.Fork() != want || d.Fork() != want {
+			t.Errorf("#%d: PullRequest fork %v, PullRequestDetail fork %v, want %v", number, pr.Fork(), d.Fork(), want)
 		}
+	}
+
+	// The same from event payloads, as the action and the bot read them.
+	event := func(headRepo string) []byte {
+		return []byte(`{"action": "synchronize", "pull_request": {"number": 9, "head": {"sha": "abc", "repo": ` + headRepo +
+			`}, "base": {"ref": "main", "repo": {"id": 10, "full_name": "octo/web", "fork": false}}}}`)
+	}
+	for _, tc := range []struct {
+		name, headRepo string
+		want           bool
+	}{
+		{"a branch of the same repository", `{"id": 10, "full_name": "octo/web", "fork": false}`, false},
+		{"the same repository, its name in other case", `{"id": 10, "full_name": "Octo/Web", "fork": false}`, false},
+		{"one id, two names: taken for a fork", `{"id": 10, "full_name": "someone/web", "fork": false}`, true},
+		{"a fork", `{"id": 11, "full_name": "someone/web", "fork": true}`, true},
+		{"a fork of a fork", `{"id": 12, "full_name": "another/web", "fork": true}`, true},
+		{"another repository, not flagged a fork", `{"id": 13, "full_name": "someone/web", "fork": false}`, true},
+		{"a deleted fork (head.repo null)", `null`, true},
+	} {
+		pr, err := githubapi.ParsePullRequestEvent(event(tc.headRepo))
+		if err != nil || pr == nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if pr.Fork() != tc.want || pr.Number != 9 || pr.HeadSHA != "abc" || pr.BaseRef != "main" {
+			t.Errorf("%s: %+v fork %v, want fork %v", tc.name, pr, pr.Fork(), tc.want)
+		}
+	}
+	// In a repository that is itself a fork, a pull request between two of
+	// its branches: both sides are the one repository.
+	pr, _ := githubapi.ParsePullRequestEvent([]byte(`{"pull_request": {"number": 1, "head": {"repo": {"id": 20, "full_name": "me/web", "fork": true}}, "base": {"repo": {"id": 20, "full_name": "me/web", "fork": true}}}}`))
+	if pr.Fork() {
+		t.Errorf("a pull request inside a fork, between its own branches, is taken for a fork's")
+	}
+	if pr, err := githubapi.ParsePullRequestEvent([]byte(`{"ref": "refs/heads/main"}`)); pr != nil || err != nil {
+		t.Errorf("a push event: %+v, %v; want no pull request", pr, err)
 	}
 }
 

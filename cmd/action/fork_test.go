@@ -83,9 +83,11 @@ func forkEvent(t *testing.T, number int, sha string, deleted bool) map[string]an
 		head["repo"] = nil
 		return ev
 	}
+	// The fork: another repository, with an id of its own.
 	headRepo := head["repo"].(map[string]any)
 	headRepo["fork"] = true
 	headRepo["full_name"] = "someone/Hello-World"
+	headRepo["id"] = headRepo["id"].(float64) + 1
 	return ev
 }
 

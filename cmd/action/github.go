@@ -90,7 +90,16 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	}
 
 	command := in("command")
-	pr := eventPullRequest(gctx.Event)
+	// The event as GitHub wrote it, read as the bot reads its webhooks.
+	var pr *githubapi.PullRequest
+	event, err := json.Marshal(gctx.Event)
+	if err == nil {
+		pr, err = githubapi.ParsePullRequestEvent(event)
+	}
+	if err != nil {
+		ga.Errorf("the event (GITHUB_EVENT_PATH): %v", err)
+		return 1
+	}
 	switch {
 	case command == "" && pr != nil:
 		command = "preview"
@@ -151,7 +160,8 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		ga.Errorf("input allow-fork-credentials: %q is not true or false", in("allow-fork-credentials"))
 		return 2
 	}
-	forkOffline := pr != nil && pr.fork && (!allowFork || (kubeconfig == "" && os.Getenv("KUBECONFIG") == ""))
+	forks := workflow.DecideFork(pr, false, allowFork && (kubeconfig != "" || os.Getenv("KUBECONFIG") != ""))
+	forkOffline := forks.Offline
 	if forkOffline {
 		// Nothing of the cluster's is handed on to the run.
 		kubeconfig = ""
@@ -196,18 +206,18 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 
 	switch {
 	case pr != nil:
-		change.Number, change.SHA = pr.number, pr.headSHA
-		change.Log = log.With("pullRequest", pr.number)
-		if pr.fork {
-			if cmd != workflow.Preview {
-				ga.Errorf("%s refused: pull request #%d comes from a fork; forks are only ever previewed", cmd, pr.number)
+		change.Number, change.SHA = pr.Number, pr.HeadSHA
+		change.Log = log.With("pullRequest", pr.Number)
+		if forks.Fork {
+			if cmd != workflow.Preview && !forks.MayApply {
+				ga.Errorf("%s refused: pull request #%d comes from a fork; forks are only ever previewed", cmd, pr.Number)
 				return 1
 			}
 			if forkOffline {
 				// Compared with the last release only, and the comment
 				// says so.
 				change.Options.Offline = true
-				ga.Noticef("pull request #%d comes from a fork: previewed against the prior release only (allow-fork-credentials: true previews it with the credentials given)", pr.number)
+				ga.Noticef("pull request #%d comes from a fork: previewed against the prior release only (allow-fork-credentials: true previews it with the credentials given)", pr.Number)
 			}
 		}
 	case gctx.EventName == "push":
@@ -304,38 +314,6 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func
 	return 0
 }
 
-type pullRequestEvent struct {
-	number  int
-	headSHA string
-	fork    bool
-}
-
-// eventPullRequest reads the pull request of a pull_request(_target) event.
-func eventPullRequest(ev map[string]any) *pullRequestEvent {
-	pr, ok := ev["pull_request"].(map[string]any)
-	if !ok {
-		return nil
-	}
-	n, _ := pr["number"].(float64)
-	head, _ := pr["head"].(map[string]any)
-	base, _ := pr["base"].(map[string]any)
-	sha, _ := head["sha"].(string)
-	headRepo, ok := head["repo"].(map[string]any)
-	baseRepo, _ := base["repo"].(map[string]any)
-	fork, _ := headRepo["fork"].(bool)
-	if !ok {
-		// head.repo is null once the fork is deleted: still a fork.
-		fork = true
-	}
-	if hn, bn := headRepo["full_name"], baseRepo["full_name"]; hn != nil && bn != nil && hn != bn {
-		fork = true
-	}
-	return &pullRequestEvent{number: int(n), headSHA: sha, fork: fork}
-}
-
-// jobRepository is the repository the job runs for, which the projects it
-// releases belong to: GITHUB_REPOSITORY_ID (kept across renames) and
-// GITHUB_REPOSITORY, which a workflow cannot override. nil if neither is set.
 func jobRepository(ga *githubactions.Action, gctx *githubactions.GitHubContext) *model.Repository {
 	id, _ := strconv.ParseInt(strings.TrimSpace(ga.Getenv("GITHUB_REPOSITORY_ID")), 10, 64)
 	if id <= 0 && gctx.Repository == "" {

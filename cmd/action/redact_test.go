@@ -112,22 +112,3 @@ func TestRedactor(t *testing.T) {
 		t.Errorf("the redacted body is not the comment any more:\n%s", seen)
 	}
 }
-
-func TestEventPullRequestFork(t *testing.T) {
-	repo := func(full string, fork bool) map[string]any { return map[string]any{"full_name": full, "fork": fork} }
-	for _, tc := range []struct {
-		name string
-		head any
-		want bool
-	}{
-		{"same repository", repo("octo/web", false), false},
-		{"a fork", repo("someone/web", true), true},
-		{"another repository, not flagged", repo("someone/web", false), true},
-		{"deleted fork (head.repo null)", nil, true},
-	} {
-		pr := map[string]any{"number": 3.0, "head": map[string]any{"sha": "abc", "repo": tc.head}, "base": map[string]any{"repo": repo("octo/web", false)}}
-		if got := eventPullRequest(map[string]any{"pull_request": pr}); got.fork != tc.want {
-			t.Errorf("%s: fork = %v, want %v", tc.name, got.fork, tc.want)
-		}
-	}
-}

@@ -132,6 +132,17 @@ func (s *Server) SetHeadRepoDeleted(owner, repo string, number int) {
 	s.st.touch(p)
 }
 
+// SetRepositoryIsFork makes the repository of the pull request a fork
+// itself: its head and base repositories are one, flagged fork, as in a
+// pull request between two branches of someone's fork.
+func (s *Server) SetRepositoryIsFork(owner, repo string, number int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.mustPull("SetRepositoryIsFork", owner, repo, number)
+	p.repoIsFork = true
+	s.st.touch(p)
+}
+
 // descriptionGap: GitHub gives this answer though its REST description
 // does not allow it. Each gap is named with where GitHub says so, and the
 // fake gives it only where a test asks for it.

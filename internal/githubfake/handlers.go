@@ -433,11 +433,20 @@ func (s *Server) pullJSON(rq *request, opID string, number int) map[string]any {
 	set(m, "state", p.state)
 	set(m, "head.sha", p.head)
 	set(m, "base.ref", p.base)
-	set(m, "head.repo.fork", p.fork)
-	// A fork's head lives in the forker's repository, else in the base's.
+	set(m, "head.repo.fork", p.fork || p.repoIsFork)
+	set(m, "base.repo.fork", p.repoIsFork)
+	// A fork's head lives in the forker's repository, with an id of its
+	// own, else in the base's.
+	baseID := s.st.repoIDs[rq.repo]
+	if baseID == 0 {
+		baseID = 1296269 // GitHub's example repository
+	}
+	set(m, "base.repo.id", baseID)
+	set(m, "head.repo.id", baseID)
 	headOwner := owner
 	if p.fork {
 		headOwner = "forker-of-" + owner
+		set(m, "head.repo.id", baseID+1_000_000)
 	}
 	set(m, "head.repo.name", name)
 	set(m, "head.repo.full_name", headOwner+"/"+name)

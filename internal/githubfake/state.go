@@ -52,6 +52,7 @@ type pull struct {
 	mergeableState       string
 	unknownReads         int  // reads left that answer mergeable null (SetMergeableAfter)
 	headGone             bool // the head repository was deleted (SetHeadRepoDeleted)
+	repoIsFork           bool // the repository itself is a fork (SetRepositoryIsFork)
 	created, updated     time.Time
 	createdSeq, touchSeq int64 // tell apart pulls made within one second
 	mergedAt             time.Time

@@ -1,0 +1,63 @@
+package githubapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-github/v60/github"
+)
+
+// PullRequest is a pull request as the workflow decides on it. The action's
+// event file, the bot's webhook payload and the REST API all give it, in
+// the same shape (ParsePullRequestEvent, PullRequestDetail), so both
+// binaries decide alike.
+type PullRequest struct {
+	Number           int
+	HeadSHA, BaseRef string
+	// HeadRepoID and BaseRepoID are GitHub's ids of the repositories the
+	// head and base branches are in, HeadRepo and BaseRepo their names;
+	// the head's are zero once its repository is deleted.
+	HeadRepoID, BaseRepoID int64
+	HeadRepo, BaseRepo     string
+	Merged, Draft          bool
+	Author                 string
+}
+
+// Fork reports whether the head comes from another repository than the
+// base, and so whether its code is anyone's: by repository id, which no
+// rename or transfer changes. It fails closed: a deleted head repository,
+// an id missing, or one repository named two ways (names ignore case)
+// counts as a fork. GitHub's fork flag says nothing of the pull request: a
+// fork's own branches, proposed into the fork itself, come from the same
+// repository.
+func (p PullRequest) Fork() bool {
+	return p.HeadRepoID == 0 || p.HeadRepoID != p.BaseRepoID || !strings.EqualFold(p.HeadRepo, p.BaseRepo)
+}
+
+// pullRequestOf reads what PullRequest holds of GitHub's pull request.
+func pullRequestOf(pr *github.PullRequest) PullRequest {
+	return PullRequest{
+		Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(),
+		HeadRepoID: pr.GetHead().GetRepo().GetID(), BaseRepoID: pr.GetBase().GetRepo().GetID(),
+		HeadRepo: pr.GetHead().GetRepo().GetFullName(), BaseRepo: pr.GetBase().GetRepo().GetFullName(),
+		Merged: pr.GetMerged(), Draft: pr.GetDraft(), Author: pr.GetUser().GetLogin(),
+	}
+}
+
+// ParsePullRequestEvent reads the pull request of a pull_request or
+// pull_request_target event: an Actions event file or a webhook payload.
+// It is nil, with no error, for an event without one (a push).
+func ParsePullRequestEvent(payload []byte) (*PullRequest, error) {
+	var ev struct {
+		PullRequest *github.PullRequest `json:"pull_request"`
+	}
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return nil, fmt.Errorf("read the event's pull request: %w", err)
+	}
+	if ev.PullRequest == nil {
+		return nil, nil
+	}
+	pr := pullRequestOf(ev.PullRequest)
+	return &pr, nil
+}
