@@ -247,7 +247,10 @@ func (r *Runtime) begin(ctx context.Context, res model.Resource, prior *model.Re
 		op.secrets = append(op.secrets, secretValues(attrs, union(op.schema.Sensitive, model.SensitivePaths(*prior)))...)
 	case nil:
 		if prior.Attributes != nil {
-			op.state, op.err = stateFromAttributes(op.t, prior.Attributes, op.schema.Version)
+			var typed resourceSchema
+			if typed, op.err = r.schemas.typed(ctx, op.t); op.err == nil {
+				op.state, op.err = stateFromAttributes(op.t, prior.Attributes, typed)
+			}
 		}
 	default:
 		op.err = fmt.Errorf("extensions[%q] of the recorded state is not a Terraform state", model.StateExtension)
