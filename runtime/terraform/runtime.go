@@ -68,7 +68,8 @@ func (r *Runtime) Batches() bool { return true }
 func (r *Runtime) Binary() string { return r.cfg.Binary }
 
 // SensitivePaths returns the attributes of res the provider's schema marks
-// sensitive.
+// sensitive, and those holding a value equal to a sensitive one (the
+// schema's or the spec's own, SensitivePathsExtension).
 func (r *Runtime) SensitivePaths(ctx context.Context, res model.Resource) ([]string, error) {
 	t, err := r.target(res)
 	if err != nil {
@@ -78,7 +79,7 @@ func (r *Runtime) SensitivePaths(ctx context.Context, res model.Resource) ([]str
 	if err != nil {
 		return nil, err
 	}
-	return s.Sensitive, nil
+	return union(s.Sensitive, derivedPaths(res.Attributes, union(s.Sensitive, model.SensitivePaths(res)))), nil
 }
 
 // Read refreshes res from its recorded state and returns it as it now is,
@@ -394,7 +395,13 @@ func (op *operation) planned(plan *tfjson.Plan) (*model.Resource, error) {
 
 // result is the resource as the runtime returns it: the spec's id, type and
 // extensions, the given attributes redacted, and the state to record.
+// Redacted are the sensitive paths, those of the spec, and every value equal
+// to a sensitive value of the object or of the spec (sensitive.go).
 func (op *operation) result(attrs map[string]any, sensitive []string, state []byte) *model.Resource {
+	declared := model.SensitivePaths(op.res)
+	sensitive = union(sensitive, declared)
+	sensitive = union(sensitive, derivedPaths(attrs, sensitive,
+		sensitiveValues{attrs: op.res.Attributes, paths: union(op.schema.Sensitive, declared)}))
 	out := model.Resource{ID: op.res.ID, Type: model.Terraform, Attributes: attrs, DependsOn: op.res.DependsOn}
 	out.Extensions = map[string]any{}
 	for k, v := range op.res.Extensions {
