@@ -8,8 +8,12 @@
 // The working folders are a cache. A resource's Terraform state is recorded in
 // the release (model.StateExtension) and written back before every command,
 // so a runner with an empty cache continues exactly where the release left
-// off. Everything the runtime returns is redacted: sensitive values, from the
-// provider's schema and the plan's sensitivity data, are fingerprints.
+// off. A release without it (Kusion's, which records the values of
+// `terraform show -json`) is continued from a state rebuilt from those
+// values, typed by the provider's schema. Everything the runtime returns is
+// redacted: sensitive values, from the provider's schema, the spec and the
+// plan's sensitivity data, and any value equal to one of them, are
+// fingerprints.
 package terraform
 
 import (
@@ -237,7 +241,7 @@ func (r *Runtime) begin(ctx context.Context, res model.Resource, prior *model.Re
 	// The schema is cached; a failure to get it is that of the provider's
 	// installation, which every command would hit.
 	op.schema, op.err = r.schemas.of(ctx, op.t)
-	op.secrets = secretValues(res.Attributes, op.schema.Sensitive)
+	op.secrets = secretValues(res.Attributes, union(op.schema.Sensitive, model.SensitivePaths(res)))
 	if op.err != nil || prior == nil {
 		return op
 	}

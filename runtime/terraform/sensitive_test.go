@@ -1,7 +1,10 @@
 package terraform
 
 import (
+	"context"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/kusionpr/kusionpr/model"
@@ -49,5 +52,23 @@ func TestDerivedPaths(t *testing.T) {
 				t.Errorf("derivedPaths = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFailMasksDeclaredSecrets: a value the spec declares sensitive
+// (SensitivePathsExtension) is masked in errors too, not only those the
+// provider's schema marks.
+func TestFailMasksDeclaredSecrets(t *testing.T) {
+	r := &Runtime{schemas: newSchemas(nil)}
+	res := model.Resource{ID: "hashicorp:terraform:terraform_data:sealed", Type: model.Terraform,
+		Attributes: map[string]any{"input": "declared-s3cret"},
+		Extensions: map[string]any{model.SensitivePathsExtension: []any{"input"}}}
+	op := r.begin(context.Background(), res, nil)
+	if op.err != nil {
+		t.Fatal(op.err)
+	}
+	err := op.fail("plan", errors.New("exit status 1\n\nError: cannot use declared-s3cret here"))
+	if strings.Contains(err.Error(), "declared-s3cret") {
+		t.Errorf("error shows the declared sensitive value: %v", err)
 	}
 }
