@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/kusionpr/kusionpr/model"
 )
@@ -182,9 +184,14 @@ func stateAttributes(raw []byte, t target) map[string]any {
 }
 
 // stateFromAttributes writes the state file Terraform would have written for
-// attrs: how a release without a recorded state (one written by Kusion,
-// which keeps only attributes) is continued.
-func stateFromAttributes(t target, attrs map[string]any, schemaVersion uint64) ([]byte, error) {
+// attrs, the resource's values as `terraform show -json` shows them: how a
+// release without a recorded state (one written by Kusion, which records
+// only those values, or by an earlier version of ours) is continued. The
+// values are encoded as the schema types them: in a state file, a value of
+// Terraform's dynamic type (terraform_data's input, output and
+// triggers_replace) carries its type, {"value": ..., "type": ...}, where
+// show prints the bare value.
+func stateFromAttributes(t target, attrs map[string]any, schema resourceSchema) ([]byte, error) {
 	var redacted []string
 	model.ReplaceStrings(attrs, func(s string) (any, bool) {
 		if model.IsFingerprint(s) {
@@ -194,6 +201,10 @@ func stateFromAttributes(t target, attrs map[string]any, schemaVersion uint64) (
 	})
 	if len(redacted) > 0 {
 		return nil, fmt.Errorf("the release holds no Terraform state for it and its sensitive attributes were not recorded: import it again with extensions[%q]", model.ImportIDExtension)
+	}
+	typed, err := stateValue(attrs, schema.Type, "")
+	if err != nil {
+		return nil, fmt.Errorf("rebuild its Terraform state from the recorded attributes: %w", err)
 	}
 	doc := map[string]any{
 		"version":           4,
@@ -207,11 +218,96 @@ func stateFromAttributes(t target, attrs map[string]any, schemaVersion uint64) (
 			"name":     t.name,
 			"provider": t.providerAddress(),
 			"instances": []any{map[string]any{
-				"schema_version":       schemaVersion,
-				"attributes":           attrs,
+				"schema_version":       schema.Version,
+				"attributes":           typed,
 				"sensitive_attributes": []any{},
 			}},
 		}},
 	}
 	return json.Marshal(doc)
+}
+
+// stateValue is v, a value as `terraform show -json` shows it, as a state
+// file holds a value of type ty. Only dynamic types differ: such a value is
+// stored with the type it had, which for a value that came from JSON (the
+// configuration is main.tf.json, Kusion's as ours) is the type JSON implies:
+// objects, tuples, numbers, strings and bools. What the schema does not
+// know is kept as it is, for Terraform to judge.
+func stateValue(v any, ty cty.Type, path string) (any, error) {
+	if v == nil || ty == cty.NilType {
+		return v, nil
+	}
+	switch {
+	case ty == cty.DynamicPseudoType:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dotted(path), err)
+		}
+		implied, err := ctyjson.ImpliedType(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dotted(path), err)
+		}
+		return map[string]any{"value": v, "type": implied}, nil
+	case ty.IsObjectType():
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v, nil
+		}
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			if !ty.HasAttribute(k) {
+				out[k] = x
+				continue
+			}
+			y, err := stateValue(x, ty.AttributeType(k), join(path, k))
+			if err != nil {
+				return nil, err
+			}
+			out[k] = y
+		}
+		return out, nil
+	case ty.IsMapType():
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v, nil
+		}
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			y, err := stateValue(x, ty.ElementType(), join(path, k))
+			if err != nil {
+				return nil, err
+			}
+			out[k] = y
+		}
+		return out, nil
+	case ty.IsListType(), ty.IsSetType(), ty.IsTupleType():
+		l, ok := v.([]any)
+		if !ok {
+			return v, nil
+		}
+		out := make([]any, len(l))
+		for i, x := range l {
+			et := cty.NilType
+			switch {
+			case !ty.IsTupleType():
+				et = ty.ElementType()
+			case i < len(ty.TupleElementTypes()):
+				et = ty.TupleElementType(i)
+			}
+			y, err := stateValue(x, et, join(path, strconv.Itoa(i)))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = y
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+func dotted(path string) string {
+	if path == "" {
+		return "attributes"
+	}
+	return "attributes." + path
 }

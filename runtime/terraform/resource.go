@@ -18,8 +18,12 @@ const (
 	resourceTypeExtension = "resourceType"
 )
 
-// builtinProvider serves terraform_data; it needs no installation.
-const builtinProvider = "terraform.io/builtin/terraform"
+// builtinProvider serves terraform_data (builtinResourceType); it needs no
+// installation.
+const (
+	builtinProvider     = "terraform.io/builtin/terraform"
+	builtinResourceType = "terraform_data"
+)
 
 // target is a resource as Terraform addresses it.
 type target struct {
@@ -58,8 +62,13 @@ func parseTarget(r model.Resource) (target, error) {
 	}
 	provider, _ := r.Extensions[providerExtension].(string)
 	switch {
-	case provider == "" && t.resourceType == "terraform_data", provider == builtinProvider:
+	case t.resourceType == builtinResourceType, provider == builtinProvider:
+		// Terraform serves terraform_data itself, whatever provider the
+		// spec names: Kusion needs one named to run it at all, writes it
+		// into required_providers and never into the resource, so
+		// Terraform installs that provider and leaves it unused.
 		t.source, t.localName = builtinProvider, "terraform"
+		return t, nil
 	case provider == "":
 		return target{}, fmt.Errorf("extensions.provider is missing: want host/namespace/name/version, for example registry.terraform.io/hashicorp/local/1.4.0")
 	default:

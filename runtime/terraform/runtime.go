@@ -8,8 +8,12 @@
 // The working folders are a cache. A resource's Terraform state is recorded in
 // the release (model.StateExtension) and written back before every command,
 // so a runner with an empty cache continues exactly where the release left
-// off. Everything the runtime returns is redacted: sensitive values, from the
-// provider's schema and the plan's sensitivity data, are fingerprints.
+// off. A release without it (Kusion's, which records the values of
+// `terraform show -json`) is continued from a state rebuilt from those
+// values, typed by the provider's schema. Everything the runtime returns is
+// redacted: sensitive values, from the provider's schema, the spec and the
+// plan's sensitivity data, and any value equal to one of them, are
+// fingerprints.
 package terraform
 
 import (
@@ -68,7 +72,8 @@ func (r *Runtime) Batches() bool { return true }
 func (r *Runtime) Binary() string { return r.cfg.Binary }
 
 // SensitivePaths returns the attributes of res the provider's schema marks
-// sensitive.
+// sensitive, and those holding a value equal to a sensitive one (the
+// schema's or the spec's own, SensitivePathsExtension).
 func (r *Runtime) SensitivePaths(ctx context.Context, res model.Resource) ([]string, error) {
 	t, err := r.target(res)
 	if err != nil {
@@ -78,7 +83,7 @@ func (r *Runtime) SensitivePaths(ctx context.Context, res model.Resource) ([]str
 	if err != nil {
 		return nil, err
 	}
-	return s.Sensitive, nil
+	return union(s.Sensitive, derivedPaths(res.Attributes, union(s.Sensitive, model.SensitivePaths(res)))), nil
 }
 
 // Read refreshes res from its recorded state and returns it as it now is,
@@ -236,7 +241,7 @@ func (r *Runtime) begin(ctx context.Context, res model.Resource, prior *model.Re
 	// The schema is cached; a failure to get it is that of the provider's
 	// installation, which every command would hit.
 	op.schema, op.err = r.schemas.of(ctx, op.t)
-	op.secrets = secretValues(res.Attributes, op.schema.Sensitive)
+	op.secrets = secretValues(res.Attributes, union(op.schema.Sensitive, model.SensitivePaths(res)))
 	if op.err != nil || prior == nil {
 		return op
 	}
@@ -247,7 +252,10 @@ func (r *Runtime) begin(ctx context.Context, res model.Resource, prior *model.Re
 		op.secrets = append(op.secrets, secretValues(attrs, union(op.schema.Sensitive, model.SensitivePaths(*prior)))...)
 	case nil:
 		if prior.Attributes != nil {
-			op.state, op.err = stateFromAttributes(op.t, prior.Attributes, op.schema.Version)
+			var typed resourceSchema
+			if typed, op.err = r.schemas.typed(ctx, op.t); op.err == nil {
+				op.state, op.err = stateFromAttributes(op.t, prior.Attributes, typed)
+			}
 		}
 	default:
 		op.err = fmt.Errorf("extensions[%q] of the recorded state is not a Terraform state", model.StateExtension)
@@ -391,7 +399,13 @@ func (op *operation) planned(plan *tfjson.Plan) (*model.Resource, error) {
 
 // result is the resource as the runtime returns it: the spec's id, type and
 // extensions, the given attributes redacted, and the state to record.
+// Redacted are the sensitive paths, those of the spec, and every value equal
+// to a sensitive value of the object or of the spec (sensitive.go).
 func (op *operation) result(attrs map[string]any, sensitive []string, state []byte) *model.Resource {
+	declared := model.SensitivePaths(op.res)
+	sensitive = union(sensitive, declared)
+	sensitive = union(sensitive, derivedPaths(attrs, sensitive,
+		sensitiveValues{attrs: op.res.Attributes, paths: union(op.schema.Sensitive, declared)}))
 	out := model.Resource{ID: op.res.ID, Type: model.Terraform, Attributes: attrs, DependsOn: op.res.DependsOn}
 	out.Extensions = map[string]any{}
 	for k, v := range op.res.Extensions {

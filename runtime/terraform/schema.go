@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // resourceSchema is what the runtime needs of a provider's schema for one
@@ -23,7 +24,15 @@ type resourceSchema struct {
 	Version uint64 `json:"version"`
 	// Sensitive lists the sensitive attribute paths ("*" for any list item).
 	Sensitive []string `json:"sensitive,omitempty"`
+	// Type is the type of the resource's object, as Terraform derives it
+	// from the schema: what a state file's attributes are encoded with.
+	// cty.NilType when not fetched (the built-in provider's, until needed).
+	Type cty.Type `json:"type"`
 }
+
+// schemaCacheFormat names what a cached schema file holds: files of
+// another format (without Type) are fetched again.
+const schemaCacheFormat = "2"
 
 // schemas caches provider schemas in memory and on disk: fetching one is an
 // init and a `providers schema -json`, done once per provider version.
@@ -39,12 +48,28 @@ func newSchemas(f *folders) *schemas {
 	return &schemas{folders: f, cache: map[string]map[string]resourceSchema{}, busy: map[string]*sync.Mutex{}}
 }
 
-// of returns the schema of t's resource type.
+// of returns the schema of t's resource type. That of the built-in
+// provider (terraform_data: schema version 0, nothing sensitive) is known
+// without asking Terraform, except its Type: see typed.
 func (s *schemas) of(ctx context.Context, t target) (resourceSchema, error) {
 	if t.builtin() {
-		// terraform_data: schema version 0, nothing sensitive.
 		return resourceSchema{}, nil
 	}
+	return s.fetched(ctx, t)
+}
+
+// typed returns the schema of t's resource type with its Type, which only
+// rebuilding a state from recorded attributes needs: for the built-in
+// provider it costs an init and a `providers schema`, once per binary.
+func (s *schemas) typed(ctx context.Context, t target) (resourceSchema, error) {
+	rs, err := s.fetched(ctx, t)
+	if err == nil && rs.Type == cty.NilType {
+		err = fmt.Errorf("schema of provider %s: no type for %q", t.source, t.resourceType)
+	}
+	return rs, err
+}
+
+func (s *schemas) fetched(ctx context.Context, t target) (resourceSchema, error) {
 	key := t.providerKey(s.folders.cfg.Binary)
 	types, err := s.provider(ctx, t, key)
 	if err != nil {
@@ -78,7 +103,7 @@ func (s *schemas) provider(ctx context.Context, t target, key string) (map[strin
 		return types, nil
 	}
 
-	sum := sha256.Sum256([]byte(key))
+	sum := sha256.Sum256([]byte(schemaCacheFormat + "|" + key))
 	path := filepath.Join(s.folders.cfg.CacheDir, "schemas", hex.EncodeToString(sum[:10])+".json")
 	types, err := readSchemas(path)
 	if err != nil {
@@ -106,11 +131,18 @@ func readSchemas(path string) (map[string]resourceSchema, error) {
 	if err := json.Unmarshal(b, &types); err != nil || types == nil {
 		return nil, fs.ErrNotExist
 	}
+	for _, rs := range types {
+		if rs.Type == cty.NilType {
+			return nil, fs.ErrNotExist
+		}
+	}
 	return types, nil
 }
 
 func (s *schemas) fetch(ctx context.Context, t target, key string) (map[string]resourceSchema, error) {
-	config, err := t.configuration(nil, false, "")
+	// `providers schema` lists the providers the configuration needs: the
+	// built-in one only when a resource of it is there.
+	config, err := t.configuration(map[string]any{}, t.builtin(), "")
 	if err != nil {
 		return nil, err
 	}
@@ -144,9 +176,68 @@ func resourceSchemas(ps *tfjson.ProviderSchemas, source string) map[string]resou
 			paths = sensitiveInBlock(rs.Block, "")
 		}
 		sort.Strings(paths)
-		out[name] = resourceSchema{Version: rs.Version, Sensitive: paths}
+		out[name] = resourceSchema{Version: rs.Version, Sensitive: paths, Type: blockType(rs.Block)}
 	}
 	return out
+}
+
+// blockType is the type of the object a block makes, as Terraform's
+// configschema derives it: a nested block type whose content has a dynamic
+// type (terraform_data's input, for one) makes a list or a map whose
+// items may differ in type, which Terraform types as dynamic.
+func blockType(b *tfjson.SchemaBlock) cty.Type {
+	if b == nil {
+		return cty.EmptyObject
+	}
+	attrs := map[string]cty.Type{}
+	for name, a := range b.Attributes {
+		attrs[name] = attributeType(a)
+	}
+	for name, nb := range b.NestedBlocks {
+		bt := blockType(nb.Block)
+		switch nb.NestingMode {
+		case tfjson.SchemaNestingModeList:
+			if bt.HasDynamicTypes() {
+				bt = cty.DynamicPseudoType
+			} else {
+				bt = cty.List(bt)
+			}
+		case tfjson.SchemaNestingModeSet:
+			bt = cty.Set(bt)
+		case tfjson.SchemaNestingModeMap:
+			if bt.HasDynamicTypes() {
+				bt = cty.DynamicPseudoType
+			} else {
+				bt = cty.Map(bt)
+			}
+		}
+		attrs[name] = bt
+	}
+	return cty.Object(attrs)
+}
+
+func attributeType(a *tfjson.SchemaAttribute) cty.Type {
+	nt := a.AttributeNestedType
+	if nt == nil {
+		if a.AttributeType == cty.NilType {
+			return cty.DynamicPseudoType
+		}
+		return a.AttributeType
+	}
+	attrs := map[string]cty.Type{}
+	for name, x := range nt.Attributes {
+		attrs[name] = attributeType(x)
+	}
+	ot := cty.Object(attrs)
+	switch nt.NestingMode {
+	case tfjson.SchemaNestingModeList:
+		return cty.List(ot)
+	case tfjson.SchemaNestingModeSet:
+		return cty.Set(ot)
+	case tfjson.SchemaNestingModeMap:
+		return cty.Map(ot)
+	}
+	return ot
 }
 
 func sensitiveInBlock(b *tfjson.SchemaBlock, prefix string) []string {

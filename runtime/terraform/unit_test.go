@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/kusionpr/kusionpr/model"
 )
 
@@ -30,6 +33,8 @@ func TestParseTarget(t *testing.T) {
 			target{source: "registry.terraform.io/hashicorp/local", version: "1.4.0", localName: "local", resourceType: "local_file", name: "note"}, ""},
 		{"name Terraform refuses", tfResource("hashicorp:local:local_file:my.note", local),
 			target{source: "registry.terraform.io/hashicorp/local", version: "1.4.0", localName: "local", resourceType: "local_file", name: terraformName("my.note")}, ""},
+		{"terraform_data with the provider Kusion needs named", tfResource("hashicorp:terraform:terraform_data:seed", map[string]any{"provider": "registry.terraform.io/hashicorp/local/1.4.0", "resourceType": "terraform_data", "providerMeta": map[string]any{}}),
+			target{source: builtinProvider, localName: "terraform", resourceType: "terraform_data", name: "seed"}, ""},
 		{"no provider", tfResource("hashicorp:local:local_file:note", nil), target{}, "extensions.provider is missing"},
 		{"short provider", tfResource("hashicorp:local:local_file:note", map[string]any{"provider": "local/1.4.0"}), target{}, `extensions.provider "local/1.4.0"`},
 		{"malformed id", tfResource("local_file:note", local), target{}, "malformed Terraform id"},
@@ -107,7 +112,8 @@ func TestSensitivityAndUnknowns(t *testing.T) {
 
 func TestStateFromAttributes(t *testing.T) {
 	tg := target{source: "registry.terraform.io/hashicorp/local", resourceType: "local_file", name: "note"}
-	b, err := stateFromAttributes(tg, map[string]any{"id": "abc", "content": "x"}, 2)
+	localFile := resourceSchema{Version: 2, Type: cty.Object(map[string]cty.Type{"id": cty.String, "content": cty.String, "sensitive_content": cty.String})}
+	b, err := stateFromAttributes(tg, map[string]any{"id": "abc", "content": "x"}, localFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +123,7 @@ func TestStateFromAttributes(t *testing.T) {
 	if !strings.Contains(string(b), `"schema_version":2`) || !strings.Contains(string(b), `provider[\"registry.terraform.io/hashicorp/local\"]`) {
 		t.Errorf("state lacks the schema version or provider: %s", b)
 	}
-	_, err = stateFromAttributes(tg, map[string]any{"id": "abc", "sensitive_content": model.Fingerprint("s")}, 0)
+	_, err = stateFromAttributes(tg, map[string]any{"id": "abc", "sensitive_content": model.Fingerprint("s")}, localFile)
 	if err == nil || !strings.Contains(err.Error(), "import") {
 		t.Errorf("a redacted value must refuse to make a state, got %v", err)
 	}
@@ -144,4 +150,82 @@ func TestNoBinary(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/terraform") {
 		t.Errorf("New with a missing binary: %v", err)
 	}
+}
+
+// TestStateFromShownValues: values as `terraform show -json` shows them
+// (and Kusion records them) are written into a state file as Terraform
+// itself wrote them: the state below is what terraform apply wrote for
+// input = {a = "x", n = [1, 2]}, triggers_replace = "t1". The types come
+// from the schema `providers schema -json` printed for terraform_data.
+func TestStateFromShownValues(t *testing.T) {
+	const providersSchema = `{"format_version":"1.0","provider_schemas":{"terraform.io/builtin/terraform":{"resource_schemas":{"terraform_data":{"version":0,"block":{"attributes":{
+		"id":{"type":"string","computed":true},"input":{"type":"dynamic","optional":true},
+		"output":{"type":"dynamic","computed":true},"triggers_replace":{"type":"dynamic","optional":true}}}}}}}}`
+	const written = `{"id":"c3963179-ecd4-ca9a-45e1-62a5593bf810",
+		"input":{"value":{"a":"x","n":[1,2]},"type":["object",{"a":"string","n":["tuple",["number","number"]]}]},
+		"output":{"value":{"a":"x","n":[1,2]},"type":["object",{"a":"string","n":["tuple",["number","number"]]}]},
+		"triggers_replace":{"value":"t1","type":"string"}}`
+	var ps tfjson.ProviderSchemas
+	if err := json.Unmarshal([]byte(providersSchema), &ps); err != nil {
+		t.Fatal(err)
+	}
+	rs := resourceSchemas(&ps, builtinProvider)["terraform_data"]
+	shown := map[string]any{
+		"id":               "c3963179-ecd4-ca9a-45e1-62a5593bf810",
+		"input":            map[string]any{"a": "x", "n": []any{float64(1), float64(2)}},
+		"output":           map[string]any{"a": "x", "n": []any{float64(1), float64(2)}},
+		"triggers_replace": "t1",
+	}
+	tg := target{source: builtinProvider, localName: "terraform", resourceType: "terraform_data", name: "seed"}
+	b, err := stateFromAttributes(tg, shown, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(written), &want); err != nil {
+		t.Fatal(err)
+	}
+	attrs := got.(map[string]any)["resources"].([]any)[0].(map[string]any)["instances"].([]any)[0].(map[string]any)["attributes"]
+	if !reflect.DeepEqual(attrs, want) {
+		t.Errorf("attributes in the state\n got %s\nwant %s", mustJSON(attrs), written)
+	}
+	// A null stays null, as Terraform writes an unset dynamic attribute.
+	b, _ = stateFromAttributes(tg, map[string]any{"id": "x", "input": nil, "output": nil, "triggers_replace": nil}, rs)
+	if !strings.Contains(string(b), `"triggers_replace":null`) {
+		t.Errorf("an unset dynamic attribute: %s", b)
+	}
+}
+
+// TestBlockType: the object type of a resource follows Terraform's
+// configschema: nested blocks as lists, sets and maps of objects, nested
+// attributes likewise, and a list block holding a dynamic type is dynamic.
+func TestBlockType(t *testing.T) {
+	const schema = `{"attributes":{"name":{"type":"string"},"tags":{"type":["map","string"]},
+		"rules":{"nested_type":{"nesting_mode":"list","attributes":{"port":{"type":"number"}}}}},
+		"block_types":{"disk":{"nesting_mode":"set","block":{"attributes":{"size":{"type":"number"}}}},
+		"settings":{"nesting_mode":"single","block":{"attributes":{"mode":{"type":"string"}}}},
+		"extra":{"nesting_mode":"list","block":{"attributes":{"any":{"type":"dynamic"}}}}}}`
+	var b tfjson.SchemaBlock
+	if err := json.Unmarshal([]byte(schema), &b); err != nil {
+		t.Fatal(err)
+	}
+	want := cty.Object(map[string]cty.Type{
+		"name":     cty.String,
+		"tags":     cty.Map(cty.String),
+		"rules":    cty.List(cty.Object(map[string]cty.Type{"port": cty.Number})),
+		"disk":     cty.Set(cty.Object(map[string]cty.Type{"size": cty.Number})),
+		"settings": cty.Object(map[string]cty.Type{"mode": cty.String}),
+		"extra":    cty.DynamicPseudoType,
+	})
+	if got := blockType(&b); !got.Equals(want) {
+		t.Errorf("blockType = %#v, want %#v", got, want)
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
