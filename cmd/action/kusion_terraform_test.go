@@ -117,10 +117,12 @@ func testKusionTerraformReleasesContinue(t *testing.T, bin string) {
 		allUnchanged[id] = "UnChanged"
 	}
 
-	keep("1.yaml", "2.yaml")
-	// 1. Kusion's spec, previewed against Kusion's releases: nothing to do.
+	keep("1.yaml", "2.yaml", ".metadata.yml")
+	// 1. Kusion's spec, previewed against Kusion's releases: nothing to do,
+	// nothing written, the index included.
 	preview("preview of Kusion's releases", allUnchanged)
 	untouched("preview")
+	delete(written, ".metadata.yml") // the apply records its release in it
 
 	// 2. Apply: Kusion's last release failed, so the apply records one,
 	// revision 3, with Kusion's objects and now their Terraform state.
