@@ -54,7 +54,7 @@ func list(v string) []string {
 // applyRefusal checks what an apply before merge needs; "" when allowed.
 // The reasons are for the person who asked: what stops the apply and what
 // to do about it.
-func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *githubapi.PullRequestDetail) string {
+func (b *Bot) applyRefusal(ctx context.Context, gh gitHub, pr *githubapi.PullRequestDetail) string {
 	switch {
 	case !workflow.DecideFork(&pr.PullRequest, false, false).MayApply:
 		return "pull requests from forks are never applied"
@@ -100,7 +100,7 @@ func (b *Bot) applyRefusal(ctx context.Context, gh *githubapi.Client, pr *github
 		}
 	}
 	if b.cfg.RequireChecks {
-		login, err := b.app.Login(ctx)
+		login, err := b.login(ctx)
 		if err != nil {
 			return "the checks could not be read: " + mdsafe.Code(err.Error())
 		}

@@ -37,6 +37,13 @@ type Bot struct {
 	commands *webhook.Dedup
 	// budget bounds the webhook bodies read before their signature holds.
 	budget *webhook.Budget
+
+	// client reaches GitHub as an installation, login names the App's
+	// bot user, work does an authorised command's work: the App and the
+	// workflow, or a test's fakes.
+	client func(installation int64, owner, repo string) (gitHub, error)
+	login  func(context.Context) (string, error)
+	work   stackWork
 }
 
 // New checks the configuration and prepares the bot.
@@ -59,6 +66,10 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 		seen: webhook.NewDedup(10000, 24*time.Hour),
 		base: base, cancel: cancel,
 	}
+	b.client = func(installation int64, owner, repo string) (gitHub, error) {
+		return b.app.Installation(installation, owner, repo)
+	}
+	b.login, b.work = b.app.Login, workflowWork{}
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)
 	b.budget = webhook.NewBudget(cfg.MaxUnverifiedBytes, budgetWait)
 	b.ready.Store(true)

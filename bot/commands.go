@@ -1,0 +1,313 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kusionpr/kusionpr/chatops"
+	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
+	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+// gitHub is what the bot's commands ask of GitHub through one
+// installation's token; *githubapi.Client is the implementation.
+type gitHub interface {
+	workflow.GitHub
+	Claim(ctx context.Context, commentID int64) (bool, error)
+	React(ctx context.Context, commentID int64, content string) error
+	Reply(ctx context.Context, issue int, body string) error
+	Permission(ctx context.Context, user string) (githubapi.Access, error)
+	PullRequestDetail(ctx context.Context, number int) (*githubapi.PullRequestDetail, error)
+	WaitMergeable(ctx context.Context, number int, b githubapi.Backoff) (*githubapi.PullRequestDetail, error)
+	Approvals(ctx context.Context, number int, author, headSHA string) ([]githubapi.Approval, error)
+	ChecksGreen(ctx context.Context, sha string, own githubapi.Own) (bool, []string, error)
+	Checkout(ctx context.Context, ref, dir string, lim githubapi.ArchiveLimits) error
+}
+
+// stackWork is what an authorised command does to the stacks of a
+// checkout; workflowWork, the workflow package, is the implementation.
+type stackWork interface {
+	Change(ctx context.Context, c *workflow.Change) (*workflow.Outcome, error)
+	Unlock(ctx context.Context, dir string, opts workflow.Options, who, why string) (*model.Release, error)
+}
+
+type workflowWork struct{}
+
+func (workflowWork) Change(ctx context.Context, c *workflow.Change) (*workflow.Outcome, error) {
+	return c.Run(ctx)
+}
+
+func (workflowWork) Unlock(ctx context.Context, dir string, opts workflow.Options, who, why string) (*model.Release, error) {
+	return workflow.Unlock(ctx, dir, opts, who, why)
+}
+
+// command is one job being handled: what it asks, of whom, and how it
+// answers on the pull request.
+type command struct {
+	j   job
+	gh  gitHub
+	log *slog.Logger
+	// pr is the pull request as read once the command is authorised; ref
+	// the commit it runs at (the head, pinned, or the merge).
+	pr  *githubapi.PullRequestDetail
+	ref string
+	// dir is the checkout of ref.
+	dir string
+}
+
+func (c *command) react(ctx context.Context, content string) {
+	if c.j.commentID != 0 {
+		if err := c.gh.React(ctx, c.j.commentID, content); err != nil {
+			c.log.Warn("reaction failed", "error", err)
+		}
+	}
+}
+
+func (c *command) reply(ctx context.Context, body string) {
+	if err := c.gh.Reply(ctx, c.j.number, body); err != nil {
+		c.log.Warn("reply failed", "error", err)
+	}
+}
+
+// refuse answers with reason, Markdown in which every value from the
+// repository or the comment is escaped (mdsafe).
+func (c *command) refuse(ctx context.Context, reason string) {
+	c.log.Info("refused", "reason", reason)
+	c.react(ctx, "-1")
+	c.reply(ctx, fmt.Sprintf("@%s %s refused: %s", c.j.actor, mdsafe.Code("/kusion "+string(c.j.command.Verb)), reason))
+}
+
+// refuseErr refuses with an error, whose text is the repository's as much
+// as ours.
+func (c *command) refuseErr(ctx context.Context, what string, err error) {
+	c.refuse(ctx, what+":\n\n"+mdsafe.Fence("text", model.MaskFingerprints(err.Error())))
+}
+
+// handlers are the verbs' handlers: each authorises its command, then does
+// its work; each answers every refusal on the pull request.
+func (b *Bot) handlers() map[chatops.Verb]func(context.Context, *command) {
+	return map[chatops.Verb]func(context.Context, *command){
+		chatops.Help:    b.help,
+		chatops.Preview: b.preview,
+		chatops.Apply:   b.apply,
+		chatops.Unlock:  b.unlock,
+	}
+}
+
+// run does one job; every refusal and failure is answered on the pull request.
+func (b *Bot) run(ctx context.Context, j job) {
+	log := b.log.With("repository", j.owner+"/"+j.repo, "pullRequest", j.number, "command", j.command.Verb, "actor", j.actor)
+	gh, err := b.client(j.installation, j.owner, j.repo)
+	if err != nil {
+		log.Error("installation client", "error", err)
+		return
+	}
+	c := &command{j: j, gh: gh, log: log}
+	if j.commentID != 0 {
+		// The bot's "eyes" reaction says the command was taken; GitHub
+		// keeps one per user and content, so only the first to add it,
+		// in this replica or another, before or after a restart, goes on.
+		took, err := gh.Claim(ctx, j.commentID)
+		if err != nil {
+			log.Error("the command could not be marked as taken, so it was not run", "comment", j.commentID, "error", err)
+			return
+		}
+		if !took {
+			log.Warn("the command was taken before (the bot's eyes reaction is on its comment): not run again", "comment", j.commentID)
+			return
+		}
+	}
+	handle, ok := b.handlers()[j.command.Verb]
+	if !ok {
+		c.refuse(ctx, "the bot has no such command")
+		return
+	}
+	defer func() {
+		if c.dir != "" {
+			os.RemoveAll(c.dir)
+		}
+	}()
+	handle(ctx, c)
+}
+
+func (b *Bot) help(ctx context.Context, c *command) {
+	c.reply(ctx, chatops.HelpText(c.j.command))
+}
+
+// preview needs no permission: whoever can comment may see what their
+// pull request would do, a fork's against the prior release only.
+func (b *Bot) preview(ctx context.Context, c *command) {
+	if !b.checkout(ctx, c, false) {
+		return
+	}
+	b.change(ctx, c, workflow.Preview)
+}
+
+// apply, before the merge, needs write permission and the gates
+// (approval, mergeability, green checks) at a head that does not move
+// while it is checked out; after the merge, the merge is the authority.
+func (b *Bot) apply(ctx context.Context, c *command) {
+	if !c.j.afterMerge && !b.canWrite(ctx, c) {
+		return
+	}
+	if !b.checkout(ctx, c, true) {
+		return
+	}
+	b.change(ctx, c, workflow.Apply)
+}
+
+// unlock needs write permission: it ends someone's release.
+func (b *Bot) unlock(ctx context.Context, c *command) {
+	if !b.canWrite(ctx, c) || !b.checkout(ctx, c, false) {
+		return
+	}
+	opts := b.options(c)
+	stack := c.j.command.Stacks[0]
+	rel, err := b.work.Unlock(ctx, filepath.Join(c.dir, b.cfg.Root, stack), opts, c.j.actor, fmt.Sprintf("/kusion unlock on #%d", c.j.number))
+	if err != nil {
+		// Paths are the repository's, not the bot's checkout folder's.
+		c.refuseErr(ctx, "the unlock failed", errors.New(strings.ReplaceAll(err.Error(), c.dir+string(filepath.Separator), "")))
+		return
+	}
+	c.react(ctx, "+1")
+	c.reply(ctx, fmt.Sprintf("Release %d of %s is now %s: %s", rel.Revision, mdsafe.Code(stack),
+		mdsafe.Plain(string(rel.Phase)), mdsafe.Code(rel.Message)))
+}
+
+// canWrite is the authorisation of a command that changes something: the
+// commenter may write to the repository.
+func (b *Bot) canWrite(ctx context.Context, c *command) bool {
+	access, err := c.gh.Permission(ctx, c.j.actor)
+	if err != nil {
+		c.refuseErr(ctx, "the permission check failed", err)
+		return false
+	}
+	if !access.CanWrite() {
+		c.refuse(ctx, fmt.Sprintf("it needs write or admin permission on the repository; @%s has %s", c.j.actor, access))
+		return false
+	}
+	return true
+}
+
+// checkout reads the pull request, pins the commit the command runs at
+// and unpacks it; gated, an apply before merge first passes the gates and
+// after the checkout finds the head where it was. b.run removes the
+// checkout when the command is done.
+func (b *Bot) checkout(ctx context.Context, c *command, gated bool) bool {
+	pr, err := c.gh.PullRequestDetail(ctx, c.j.number)
+	if err != nil {
+		c.refuseErr(ctx, "reading the pull request failed", err)
+		return false
+	}
+	c.pr, c.ref = pr, c.j.sha
+	if !c.j.afterMerge {
+		// The head is pinned now; a push after this command is not applied.
+		c.ref = pr.HeadSHA
+		if gated {
+			if reason := b.applyRefusal(ctx, c.gh, pr); reason != "" {
+				c.refuse(ctx, reason)
+				return false
+			}
+		}
+	}
+	dir, err := os.MkdirTemp("", "kusionpr-checkout")
+	if err != nil {
+		c.refuseErr(ctx, "the checkout failed", err)
+		return false
+	}
+	c.dir = dir
+	if err := c.gh.Checkout(ctx, c.ref, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
+		c.refuse(ctx, checkoutRefusal(c.ref, err))
+		return false
+	}
+	if gated && !c.j.afterMerge {
+		if now, err := c.gh.PullRequestDetail(ctx, c.j.number); err != nil || now.HeadSHA != c.ref {
+			c.refuse(ctx, fmt.Sprintf("the pull request moved from %s while the command was read; comment again to apply the new head", short(c.ref)))
+			return false
+		}
+	}
+	return true
+}
+
+// options are the workflow's options for the command's checkout.
+func (b *Bot) options(c *command) workflow.Options {
+	j := c.j
+	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, ForceConflicts: true, Lease: b.cfg.Lease, ReadyTimeout: b.cfg.ReadyTimeout,
+		WaitHeld: b.cfg.HoldWait, Logger: c.log, CheckoutRoot: c.dir, Clusters: b.cfg.clusters(), ModuleEnv: b.cfg.ModuleEnv,
+		Origin: &model.Origin{PullRequest: j.number, SHA: c.ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt,
+			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}
+	opts.TerraformProviders, opts.TerraformEnv = b.cfg.TerraformProviders, b.cfg.TerraformEnv
+	opts.TerraformProviderSettings = b.cfg.TerraformProviderSettings
+	// The bot records every apply, changed or not: the release is what
+	// mergeSkip reads to keep merges in order and to know a merge done.
+	// Unrecorded, a no-op merge B would let an older merge A delivered
+	// after it apply A's spec over B's, and every recovery pass would
+	// apply B again.
+	opts.RecordUnchanged = true
+	if j.afterMerge {
+		opts.Skip = mergeSkip(c.ref, j.mergedAt, j.recovering)
+	}
+	// A fork's code runs nothing with the bot's credentials (a Terraform
+	// plan can run code): previewed against the prior release only, as
+	// the action does; the bot trusts no fork.
+	opts.Offline = workflow.DecideFork(&c.pr.PullRequest, j.afterMerge, false).Offline
+	return opts
+}
+
+// change previews or applies the stacks the command names (or the pull
+// request touches) and answers how it went.
+func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
+	j := c.j
+	change := &workflow.Change{
+		Root: filepath.Join(c.dir, b.cfg.Root), Number: j.number, SHA: c.ref, Command: cmd, Options: b.options(c),
+		Selection: workflow.Selection{Dirs: j.command.Stacks}, GitHub: c.gh, Renderer: b.renderer, Log: c.log,
+		Comment: b.cfg.Comment, CombineAbove: b.cfg.CombineAbove, CombineSetting: "KUSIONPR_COMBINE_ABOVE",
+	}
+	start := time.Now()
+	out, err := b.work.Change(ctx, change)
+	b.m.durations.WithLabelValues(string(cmd)).Observe(time.Since(start).Seconds())
+	if err != nil {
+		c.refuseErr(ctx, "the run failed", err)
+		return
+	}
+	if len(out.Unreported) > 0 {
+		c.log.Error("GitHub took neither the comment nor the check run of some stacks: their results are only in this log", "unreported", out.Unreported)
+	}
+	if out.Err != nil {
+		c.log.Error("reporting the run failed", "error", out.Err)
+	}
+	var skipped []string
+	for _, so := range out.Stacks {
+		result := "success"
+		switch {
+		case so.Err != nil:
+			result = "failure"
+		case so.Skipped != "":
+			result = "skipped"
+			skipped = append(skipped, fmt.Sprintf("- %s: %s", mdsafe.Code(so.Dir), so.Skipped))
+		}
+		b.m.runs.WithLabelValues(so.Dir, string(cmd), result).Inc()
+	}
+	if len(skipped) > 0 && !j.recovering {
+		// A recovery pass skips what was done and reported already.
+		c.reply(ctx, fmt.Sprintf("Not applied at %s:\n%s", short(c.ref), strings.Join(skipped, "\n")))
+	}
+	switch {
+	case out.Failed:
+		c.react(ctx, "confused")
+	case len(out.Stacks) == 0 && j.afterMerge:
+		// Most merges touch no stack: nothing to say.
+	case len(out.Stacks) == 0:
+		c.reply(ctx, "No stack is touched by this pull request"+stacksNote(j.command.Stacks)+".")
+	default:
+		c.react(ctx, "rocket")
+	}
+}

@@ -1,0 +1,220 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/kusionpr/kusionpr/chatops"
+	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+// fakeGitHub answers the bot's commands as one installation of GitHub
+// would, from what a test sets, and keeps what the bot said.
+type fakeGitHub struct {
+	workflow.GitHub // the workflow's calls are fakeWork's
+
+	permission string
+	claimed    bool                          // the comment was taken before
+	prs        []githubapi.PullRequestDetail // read in turn; the last stays
+	reads      int
+	approvals  []githubapi.Approval
+	failing    []string // check runs not green
+	checkout   error
+	replies    []string
+	reactions  []string
+	asked      []string // who Permission was asked for
+}
+
+func (f *fakeGitHub) Claim(context.Context, int64) (bool, error) { return !f.claimed, nil }
+
+func (f *fakeGitHub) React(_ context.Context, _ int64, content string) error {
+	f.reactions = append(f.reactions, content)
+	return nil
+}
+
+func (f *fakeGitHub) Reply(_ context.Context, _ int, body string) error {
+	f.replies = append(f.replies, body)
+	return nil
+}
+
+func (f *fakeGitHub) Permission(_ context.Context, user string) (githubapi.Access, error) {
+	f.asked = append(f.asked, user)
+	return githubapi.Access{Permission: f.permission}, nil
+}
+
+func (f *fakeGitHub) PullRequestDetail(context.Context, int) (*githubapi.PullRequestDetail, error) {
+	pr := f.prs[min(f.reads, len(f.prs)-1)]
+	f.reads++
+	return &pr, nil
+}
+
+func (f *fakeGitHub) WaitMergeable(ctx context.Context, n int, _ githubapi.Backoff) (*githubapi.PullRequestDetail, error) {
+	return f.PullRequestDetail(ctx, n)
+}
+
+func (f *fakeGitHub) Approvals(context.Context, int, string, string) ([]githubapi.Approval, error) {
+	return f.approvals, nil
+}
+
+func (f *fakeGitHub) ChecksGreen(context.Context, string, githubapi.Own) (bool, []string, error) {
+	return len(f.failing) == 0, f.failing, nil
+}
+
+func (f *fakeGitHub) Checkout(context.Context, string, string, githubapi.ArchiveLimits) error {
+	return f.checkout
+}
+
+// fakeWork does a command's work on no cluster: it keeps what it was asked.
+type fakeWork struct {
+	changes []*workflow.Change
+	unlocks []string
+	out     *workflow.Outcome
+	err     error
+}
+
+func (w *fakeWork) Change(_ context.Context, c *workflow.Change) (*workflow.Outcome, error) {
+	w.changes = append(w.changes, c)
+	return w.out, w.err
+}
+
+func (w *fakeWork) Unlock(_ context.Context, dir string, _ workflow.Options, who, why string) (*model.Release, error) {
+	w.unlocks = append(w.unlocks, who+": "+why)
+	return &model.Release{Revision: 4, Phase: model.PhaseFailed, Message: "unlocked by " + who}, w.err
+}
+
+const headSHA = "1111111111111111111111111111111111111111"
+
+// open is an open, mergeable pull request from a branch of the repository.
+func open() githubapi.PullRequestDetail {
+	return githubapi.PullRequestDetail{
+		PullRequest: githubapi.PullRequest{Number: 7, HeadSHA: headSHA, BaseRef: "main", HeadRepoID: 1, BaseRepoID: 1,
+			HeadRepo: "octo/infra", BaseRepo: "octo/infra", Author: "author"},
+		Mergeable: new(true), MergeableState: "clean", State: "open",
+	}
+}
+
+func fork() githubapi.PullRequestDetail {
+	pr := open()
+	pr.HeadRepoID, pr.HeadRepo = 2, "someone/infra"
+	return pr
+}
+
+func testBot(t *testing.T, gh *fakeGitHub, work *fakeWork) *Bot {
+	t.Helper()
+	cfg := &Config{WebhookSecret: "s3cr3t-for-tests", Concurrency: 1, Root: ".", RequireApproval: true, RequireMergeable: true,
+		RequireChecks: true, MergeableStates: []string{"clean"}, Comment: "always", MaxCheckoutBytes: 1 << 20, MaxCheckoutFiles: 100}
+	b, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.client = func(int64, string, string) (gitHub, error) { return gh, nil }
+	b.login = func(context.Context) (string, error) { return "kusionpr[bot]", nil }
+	b.work = work
+	return b
+}
+
+// TestCommandRules: each verb's authorisation and what it answers, on a
+// fake GitHub and no cluster. A refused command does no work and says why
+// to whoever asked; a preview is anyone's, a fork's offline; an apply
+// before merge needs write access, an approval, a mergeable head, green
+// checks and a head that stays put; after the merge, the merge decides.
+func TestCommandRules(t *testing.T) {
+	approved := []githubapi.Approval{{User: "reviewer", CommitID: headSHA}}
+	moved := open()
+	moved.HeadSHA = "2222222222222222222222222222222222222222"
+	touched := &workflow.Outcome{Stacks: []*workflow.StackOutcome{{Dir: "apps/web"}}}
+	for _, tc := range []struct {
+		name        string
+		verb        chatops.Verb
+		afterMerge  bool
+		gh          fakeGitHub
+		out         *workflow.Outcome
+		runErr      error
+		wantWork    string // "Preview", "Apply", "unlock" or "" for none
+		wantOffline bool
+		wantReply   string
+		wantReact   string
+	}{
+		{name: "help", verb: chatops.Help, gh: fakeGitHub{prs: []githubapi.PullRequestDetail{open()}}, wantReply: "/kusion"},
+		{name: "a preview by a reader", verb: chatops.Preview, gh: fakeGitHub{permission: "read", prs: []githubapi.PullRequestDetail{open()}},
+			out: touched, wantWork: "preview", wantReact: "rocket"},
+		{name: "a fork's preview, offline", verb: chatops.Preview, gh: fakeGitHub{prs: []githubapi.PullRequestDetail{fork()}},
+			out: touched, wantWork: "preview", wantOffline: true, wantReact: "rocket"},
+		{name: "an apply by a reader", verb: chatops.Apply, gh: fakeGitHub{permission: "read", prs: []githubapi.PullRequestDetail{open()}, approvals: approved},
+			wantReply: "it needs write or admin permission on the repository; @alice has read", wantReact: "-1"},
+		{name: "a fork's apply", verb: chatops.Apply, gh: fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{fork()}, approvals: approved},
+			wantReply: "pull requests from forks are never applied", wantReact: "-1"},
+		{name: "an apply not approved", verb: chatops.Apply, gh: fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open()}},
+			wantReply: "it needs an approval of its head 1111111", wantReact: "-1"},
+		{name: "an apply with a red check", verb: chatops.Apply, gh: fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open()}, approvals: approved, failing: []string{"ci/lint (by ci)"}},
+			wantReply: "checks of the head are not green: `ci/lint (by ci)`", wantReact: "-1"},
+		{name: "an apply whose head moves during the checkout", verb: chatops.Apply, gh: fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open(), moved}, approvals: approved},
+			wantReply: "the pull request moved from 1111111", wantReact: "-1"},
+		{name: "an apply that may", verb: chatops.Apply, gh: fakeGitHub{permission: "admin", prs: []githubapi.PullRequestDetail{open()}, approvals: approved},
+			out: touched, wantWork: "apply", wantReact: "rocket"},
+		{name: "a merge's apply, its author unasked", verb: chatops.Apply, afterMerge: true, gh: fakeGitHub{permission: "none", prs: []githubapi.PullRequestDetail{open()}},
+			out: touched, wantWork: "apply"},
+		{name: "an apply that fails", verb: chatops.Apply, gh: fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open()}, approvals: approved},
+			runErr: errors.New("list files of pull request #7: 502"), wantWork: "apply", wantReply: "the run failed", wantReact: "-1"},
+		{name: "a checkout refused", verb: chatops.Preview, gh: fakeGitHub{prs: []githubapi.PullRequestDetail{open()}, checkout: errors.New("unpack: boom")},
+			wantReply: "the checkout failed", wantReact: "-1"},
+		{name: "no stack touched", verb: chatops.Preview, gh: fakeGitHub{prs: []githubapi.PullRequestDetail{open()}},
+			out: &workflow.Outcome{}, wantWork: "preview", wantReply: "No stack is touched by this pull request"},
+		{name: "stacks skipped", verb: chatops.Apply, afterMerge: true, gh: fakeGitHub{prs: []githubapi.PullRequestDetail{open()}},
+			out: &workflow.Outcome{Stacks: []*workflow.StackOutcome{{Dir: "apps/web", Skipped: "a newer merge was applied"}}}, wantWork: "apply", wantReply: "Not applied at 3333333:\n- `apps/web`: a newer merge was applied"},
+		{name: "an unlock by a reader", verb: chatops.Unlock, gh: fakeGitHub{permission: "read", prs: []githubapi.PullRequestDetail{open()}},
+			wantReply: "it needs write or admin permission", wantReact: "-1"},
+		{name: "an unlock", verb: chatops.Unlock, gh: fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open()}},
+			wantWork: "unlock", wantReply: "Release 4 of `apps/web` is now failed: `unlocked by alice`", wantReact: "+1"},
+		{name: "a command taken before", verb: chatops.Apply, gh: fakeGitHub{claimed: true, permission: "write", prs: []githubapi.PullRequestDetail{open()}, approvals: approved}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh := tc.gh
+			work := &fakeWork{out: tc.out, err: tc.runErr}
+			b := testBot(t, &gh, work)
+			j := job{installation: 1, owner: "octo", repo: "infra", number: 7, actor: "alice", commentID: 99,
+				command: chatops.Command{Verb: tc.verb}, afterMerge: tc.afterMerge}
+			if tc.verb == chatops.Unlock {
+				j.command.Stacks = []string{"apps/web"}
+			}
+			if tc.afterMerge {
+				j.commentID, j.sha = 0, "3333333333333333333333333333333333333333"
+			}
+			b.run(context.Background(), j)
+
+			did := ""
+			switch {
+			case len(work.changes) == 1:
+				did = string(work.changes[0].Command)
+				if got := work.changes[0].Options.Offline; got != tc.wantOffline {
+					t.Errorf("offline %v, want %v", got, tc.wantOffline)
+				}
+				if want := map[bool]string{false: headSHA, true: j.sha}[tc.afterMerge]; work.changes[0].SHA != want {
+					t.Errorf("ran at %s, want %s", work.changes[0].SHA, want)
+				}
+			case len(work.unlocks) == 1:
+				did = "unlock"
+			case len(work.changes)+len(work.unlocks) > 1:
+				t.Fatalf("%d changes and %d unlocks, want one at most", len(work.changes), len(work.unlocks))
+			}
+			if did != tc.wantWork {
+				t.Errorf("work done: %q, want %q", did, tc.wantWork)
+			}
+			replies := strings.Join(gh.replies, "\n---\n")
+			if tc.wantReply == "" && len(gh.replies) > 0 || !strings.Contains(replies, tc.wantReply) {
+				t.Errorf("replies:\n%s\nwant one with %q", replies, tc.wantReply)
+			}
+			if tc.wantReact != "" && !strings.Contains(strings.Join(gh.reactions, " "), tc.wantReact) {
+				t.Errorf("reactions %v, want %s", gh.reactions, tc.wantReact)
+			}
+			if tc.afterMerge && len(gh.asked) > 0 {
+				t.Errorf("a merge's apply asked for %v's permission: the merge decides", gh.asked)
+			}
+		})
+	}
+}
