@@ -107,7 +107,7 @@ func fork() githubapi.PullRequestDetail {
 func testBot(t *testing.T, gh *fakeGitHub, work *fakeWork) *Bot {
 	t.Helper()
 	cfg := &Config{WebhookSecret: "s3cr3t-for-tests", Concurrency: 1, Root: ".", RequireApproval: true, RequireMergeable: true,
-		RequireChecks: true, MergeableStates: []string{"clean"}, Comment: "always", MaxCheckoutBytes: 1 << 20, MaxCheckoutFiles: 100}
+		RequireChecks: true, MergeableStates: []string{"clean"}, Comment: "always", MaxCheckoutBytes: 1 << 20, MaxCheckoutFiles: 100, MaxUnverifiedBytes: 64 << 20}
 	b, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
