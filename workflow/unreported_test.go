@@ -20,6 +20,10 @@ import (
 type refusingGitHub struct {
 	files                      []githubapi.File
 	refuseComment, refuseCheck []string
+	// refuseAll refuses every comment and every check run.
+	refuseAllComments, refuseAllChecks bool
+	// outdated is what MarkOutdated was told of each key it was given.
+	outdated map[string]string
 
 	mu       sync.Mutex
 	comments map[string]string // key → last body published
@@ -35,6 +39,9 @@ func (g *refusingGitHub) PullRequestsOfCommit(context.Context, string) ([]int, e
 }
 
 func (g *refusingGitHub) Publish(_ context.Context, _ int, key string, parts []string) ([]string, error) {
+	if g.refuseAllComments {
+		return nil, errors.New("POST https://api.github.com/repos/o/r/issues/1/comments: 502 Bad Gateway")
+	}
 	for _, d := range g.refuseComment {
 		if strings.Contains(key, "stack="+d+" ") {
 			return nil, errors.New("POST https://api.github.com/repos/o/r/issues/1/comments: 502 Bad Gateway")
@@ -46,11 +53,24 @@ func (g *refusingGitHub) Publish(_ context.Context, _ int, key string, parts []s
 	return []string{"https://github.com/o/r/pull/1#issuecomment-" + key}, nil
 }
 
-func (g *refusingGitHub) MarkOutdated(context.Context, int, string, map[string]bool, func(string) string) ([]string, error) {
+func (g *refusingGitHub) MarkOutdated(_ context.Context, _ int, _ string, current map[string]bool, why func(string) string) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for key := range g.comments {
+		if !current[key] {
+			if g.outdated == nil {
+				g.outdated = map[string]string{}
+			}
+			g.outdated[key] = why(key)
+		}
+	}
 	return nil, nil
 }
 
 func (g *refusingGitHub) SetCheck(_ context.Context, _ string, ck githubapi.Check) error {
+	if g.refuseAllChecks {
+		return errors.New("POST https://api.github.com/repos/o/r/check-runs: 502 Bad Gateway")
+	}
 	for _, d := range g.refuseCheck {
 		if strings.HasSuffix(ck.Name, ": "+d) {
 			return errors.New("POST https://api.github.com/repos/o/r/check-runs: 502 Bad Gateway")
