@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -60,21 +61,32 @@ type job struct {
 
 // batcher gathers jobs into batches.
 type batcher struct {
-	r  *Runtime
-	mu sync.Mutex
+	// run runs a batch (Runtime.runBatch).
+	run func(*batch)
+	mu  sync.Mutex
 	// open is the batch of each kind still taking jobs.
 	open map[batchKind]*batch
 }
 
 type batch struct {
 	kind batchKind
-	ctx  context.Context
-	jobs []*job
-	done chan struct{}
+	// ctx is the batch's own: done when the context of every job in it is,
+	// and not before (cancel).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	jobs   []*job
+	// live counts the jobs whose context is not done; started is set once
+	// the batch runs, when no job can leave it any more.
+	live    int
+	started bool
+	done    chan struct{}
 }
 
 // do adds j to the open batch of its kind, opening one if needed, and
-// returns when the batch has run.
+// returns when the batch has run. A job whose context ends before its batch
+// runs leaves it, with its context's error; once the batch runs, the job
+// waits for it, since the batch may be applying its resource: the batch is
+// cancelled only when every job's context is done.
 func (b *batcher) do(ctx context.Context, kind batchKind, j *job) {
 	b.mu.Lock()
 	if b.open == nil {
@@ -82,21 +94,48 @@ func (b *batcher) do(ctx context.Context, kind batchKind, j *job) {
 	}
 	bt := b.open[kind]
 	if bt == nil {
-		// The batch runs under the first job's context: the engine gives
-		// every call of one walk the same one.
-		bt = &batch{kind: kind, ctx: ctx, done: make(chan struct{})}
+		// The first job's context carries the values (a logger) the batch
+		// runs with; none of the jobs' ends it alone.
+		bctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+		bt = &batch{kind: kind, ctx: bctx, cancel: cancel, done: make(chan struct{})}
 		b.open[kind] = bt
 		time.AfterFunc(batchWindow, func() {
 			b.mu.Lock()
 			if b.open[kind] == bt {
 				delete(b.open, kind)
 			}
+			bt.started = true
 			b.mu.Unlock()
-			b.r.runBatch(bt)
+			if len(bt.jobs) > 0 {
+				b.run(bt)
+			}
+			bt.cancel(nil)
 			close(bt.done)
 		})
 	}
 	bt.jobs = append(bt.jobs, j)
+	bt.live++
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if bt.live--; bt.live == 0 {
+			bt.cancel(context.Cause(ctx))
+		}
+	})
+	defer stop()
+	b.mu.Unlock()
+	select {
+	case <-bt.done:
+		return
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	if !bt.started {
+		bt.jobs = slices.DeleteFunc(bt.jobs, func(o *job) bool { return o == j })
+		b.mu.Unlock()
+		j.err = context.Cause(ctx)
+		return
+	}
 	b.mu.Unlock()
 	<-bt.done
 }

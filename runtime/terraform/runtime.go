@@ -60,7 +60,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err := r.guard(); err != nil {
 		return nil, fmt.Errorf("terraform runtime: %w", err)
 	}
-	r.batches.r = r
+	r.batches.run = r.runBatch
 	return r, nil
 }
 
