@@ -119,6 +119,13 @@ func (o bucketObjects) list(ctx context.Context, prefix string) ([]string, error
 			page, next, err = o.b.ListPage(ctx, token, 1000, opts)
 			return err
 		})
+		for try := 1; gcerrors.Code(err) == gcerrors.NotFound && try < 4; try++ {
+			// A folder listed while another runner writes: fileblob reads
+			// the names, then each file's attributes, and a temporary
+			// file renamed in between fails the whole page. Listed again,
+			// it is the release it became.
+			page, next, err = o.b.ListPage(ctx, token, 1000, opts)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -40,6 +40,15 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		ga.Errorf("%v", err)
 		return 1
 	}
+	// A Docker action runs as the image's user, whose home is the
+	// container's own and is gone when the step ends; GitHub maps the
+	// runner's home at $HOME (/github/home) for what should outlive it.
+	// Kusion's folder (its config.yaml, the default release folder, module
+	// binaries) is there, as it was before the user's home came from the
+	// password database (internal/kusionhome).
+	if home := os.Getenv("HOME"); os.Getenv("KUSION_HOME") == "" && home != "" {
+		os.Setenv("KUSION_HOME", filepath.Join(home, ".kusion"))
+	}
 	in := func(name string) string { return strings.TrimSpace(ga.GetInput(name)) }
 	token := in("github-token")
 	kubeconfig := in("kubeconfig")
