@@ -3,8 +3,8 @@
 // test of its own package, with a Harness that makes resources of its kind.
 // The suite checks what engine.Runtime documents and each optional
 // capability (engine.Prefetcher, Batcher, FieldScoped, SensitivePather) the
-// runtime claims; a capability it does not claim, and a check the harness
-// cannot feed, is a skipped subtest that says so.
+// runtime claims; the test's log says which it does not claim, and which
+// checks the harness cannot feed.
 //
 // It lives beside the interfaces it checks, not under runtime/: the
 // runtimes match engine.Runtime without importing the engine, and only
@@ -72,33 +72,57 @@ type Harness struct {
 	PreviewOnly bool
 }
 
-// RunConformance runs the suite against h.Runtime.
+// RunConformance runs the suite against h.Runtime. A check that does not
+// apply (a capability the runtime does not claim, a resource the harness
+// cannot make) is logged with the reason, not skipped: under `make test`
+// a skip means a missing test environment, and fails the run.
 func RunConformance(t *testing.T, h Harness) {
 	t.Helper()
 	if h.Runtime == nil || h.Object == nil || h.Update == nil {
 		t.Fatal("runtimetest: the harness needs a Runtime, Object and Update")
 	}
 	s := suite{h: h, rt: h.Runtime}
+	const previewOnly = `preview only: the runtime never applies or deletes (see "preview only")`
+	pf, isPrefetcher := h.Runtime.(engine.Prefetcher)
+	b, isBatcher := h.Runtime.(engine.Batcher)
+	fs, isFieldScoped := h.Runtime.(engine.FieldScoped)
+	sp, isSensitivePather := h.Runtime.(engine.SensitivePather)
+	batcher := "not claimed: the engine bounds its calls by its parallelism"
+	if isBatcher {
+		batcher = "implements engine.Batcher, but Batches() is false: the engine bounds its calls by its parallelism"
+	}
 	for _, c := range []struct {
 		name string
-		run  func(*testing.T)
+		// applies says whether the check applies; why says why not.
+		applies bool
+		why     string
+		run     func(*testing.T)
 	}{
-		{"read of a missing object", s.readMissing},
-		{"dry run creates nothing", s.dryRunCreatesNothing},
-		{"lifecycle", s.lifecycle},
-		{"delete of a missing object", s.deleteMissing},
-		{"preview only", s.previewOnly},
-		{"invalid resource", s.invalid},
-		{"cancelled context", s.cancelledContext},
-		{"watch honours its context", s.watchCancelled},
-		{"concurrent calls", func(t *testing.T) { s.concurrently(t, 3, true) }},
-		{"dependent pair", s.dependent},
-		{"secret never shows", s.secret},
-		{"Prefetcher", s.prefetcher},
-		{"Batcher", s.batcher},
-		{"FieldScoped", s.fieldScoped},
-		{"SensitivePather", s.sensitivePather},
+		{"read of a missing object", true, "", s.readMissing},
+		{"dry run creates nothing", true, "", s.dryRunCreatesNothing},
+		{"lifecycle", !h.PreviewOnly, previewOnly, s.lifecycle},
+		{"delete of a missing object", !h.PreviewOnly, previewOnly, s.deleteMissing},
+		{"preview only", h.PreviewOnly, `applies and deletes (see "lifecycle")`, s.previewOnly},
+		{"invalid resource", h.Invalid != nil, "the harness gives no resource the system refuses", s.invalid},
+		{"cancelled context", true, "", s.cancelledContext},
+		{"watch honours its context", h.NotReady != nil && !h.PreviewOnly,
+			"the harness has no resource that never becomes ready: Watch is checked after each apply, and with a context cancelled before the call", s.watchCancelled},
+		{"concurrent calls", true, "", func(t *testing.T) { s.concurrently(t, 3, true) }},
+		{"dependent pair", h.Dependent != nil && !h.PreviewOnly, "the harness gives no pair of resources one of which needs the other", s.dependent},
+		{"secret never shows", h.Secret != nil, "the harness gives no resource holding a secret", s.secret},
+		{"Prefetcher", isPrefetcher, "not claimed: a preview reads its objects one at a time",
+			func(t *testing.T) { s.prefetcher(t, pf) }},
+		// The engine lets every ready resource of a batching runtime call
+		// at once, well past its parallelism.
+		{"Batcher", isBatcher && b.Batches(), batcher, func(t *testing.T) { s.concurrently(t, 8, false) }},
+		{"FieldScoped", isFieldScoped && fs.SpecFieldsOnly(), "not claimed: an apply makes the whole object as the spec says", s.fieldScoped},
+		{"SensitivePather", isSensitivePather, "not claimed: only what a result itself marks sensitive is masked",
+			func(t *testing.T) { s.sensitivePather(t, sp) }},
 	} {
+		if !c.applies {
+			t.Logf("%s: %s", c.name, c.why)
+			continue
+		}
 		t.Run(c.name, c.run)
 	}
 }
@@ -106,14 +130,6 @@ func RunConformance(t *testing.T, h Harness) {
 type suite struct {
 	h  Harness
 	rt engine.Runtime
-}
-
-// changes skips a check that needs the runtime to change objects.
-func (s suite) changes(t *testing.T) {
-	t.Helper()
-	if s.h.PreviewOnly {
-		t.Skip("preview only: the runtime never applies or deletes (checked in \"preview only\")")
-	}
 }
 
 func (s suite) readMissing(t *testing.T) {
@@ -141,7 +157,6 @@ func (s suite) dryRunCreatesNothing(t *testing.T) {
 // lifecycle creates, updates, applies again and deletes one object, each
 // step read back with the record of the one before, as the engine does.
 func (s suite) lifecycle(t *testing.T) {
-	s.changes(t)
 	ctx := t.Context()
 	r, u := s.h.Object(t), model.Resource{}
 	var rec *model.Resource
@@ -200,7 +215,6 @@ func (s suite) lifecycle(t *testing.T) {
 }
 
 func (s suite) deleteMissing(t *testing.T) {
-	s.changes(t)
 	r := s.h.Object(t)
 	if err := s.rt.Delete(t.Context(), r); err != nil {
 		t.Errorf("Delete of %s, which never existed: %v; want success", r.ID, err)
@@ -210,9 +224,6 @@ func (s suite) deleteMissing(t *testing.T) {
 // previewOnly checks what a runtime that never changes anything does
 // instead.
 func (s suite) previewOnly(t *testing.T) {
-	if !s.h.PreviewOnly {
-		t.Skip("applies and deletes (checked in \"lifecycle\")")
-	}
 	ctx := t.Context()
 	r := s.h.Object(t)
 	if _, err := s.rt.Apply(ctx, nil, r, false); err == nil {
@@ -238,9 +249,6 @@ func (s suite) previewOnly(t *testing.T) {
 }
 
 func (s suite) invalid(t *testing.T) {
-	if s.h.Invalid == nil {
-		t.Skip("the harness gives no resource the system refuses")
-	}
 	ctx := t.Context()
 	r := s.h.Invalid(t)
 	if _, err := s.rt.Apply(ctx, nil, r, true); err != nil {
@@ -288,10 +296,6 @@ func (s suite) cancelledContext(t *testing.T) {
 // watchCancelled: a Watch of what never becomes ready ends when its
 // context does, not at the runtime's own timeout.
 func (s suite) watchCancelled(t *testing.T) {
-	if s.h.NotReady == nil {
-		t.Skip("the harness has no resource that never becomes ready: Watch is checked after each apply and with a context cancelled before the call")
-	}
-	s.changes(t)
 	r, waiting := s.h.NotReady(t)
 	rec := s.applyOnly(t, nil, r)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -395,10 +399,6 @@ func (s suite) concurrently(t *testing.T, n int, invalid bool) {
 }
 
 func (s suite) dependent(t *testing.T) {
-	if s.h.Dependent == nil {
-		t.Skip("the harness gives no pair of resources one of which needs the other")
-	}
-	s.changes(t)
 	ctx := t.Context()
 	dependency, dependent := s.h.Dependent(t)
 	// Before its dependency exists a dry run of the dependent may fail
@@ -428,9 +428,6 @@ func (s suite) dependent(t *testing.T) {
 }
 
 func (s suite) secret(t *testing.T) {
-	if s.h.Secret == nil {
-		t.Skip("the harness gives no resource holding a secret")
-	}
 	ctx := t.Context()
 	r, secret := s.h.Secret(t)
 	planned, err := s.rt.Apply(ctx, nil, r, true)
@@ -448,11 +445,7 @@ func (s suite) secret(t *testing.T) {
 	s.remove(t, rec)
 }
 
-func (s suite) prefetcher(t *testing.T) {
-	pf, ok := s.rt.(engine.Prefetcher)
-	if !ok {
-		t.Skip("does not claim engine.Prefetcher: a preview reads its objects one at a time")
-	}
+func (s suite) prefetcher(t *testing.T, pf engine.Prefetcher) {
 	ctx := t.Context()
 	// Enough existing objects of one kind in one place for a runtime to
 	// read them at once, and some that do not exist.
@@ -497,28 +490,13 @@ func (s suite) prefetcher(t *testing.T) {
 	}
 }
 
-func (s suite) batcher(t *testing.T) {
-	b, ok := s.rt.(engine.Batcher)
-	if !ok {
-		t.Skip("does not claim engine.Batcher: the engine bounds its calls by its parallelism")
-	}
-	if !b.Batches() {
-		t.Skip("implements engine.Batcher but Batches() is false: the engine bounds its calls by its parallelism")
-	}
-	// The engine lets every ready resource of a batching runtime call at
-	// once, well past its parallelism.
-	s.concurrently(t, 8, false)
-}
-
 func (s suite) fieldScoped(t *testing.T) {
-	fs, ok := s.rt.(engine.FieldScoped)
-	if !ok || !fs.SpecFieldsOnly() {
-		t.Skip("does not claim engine.FieldScoped: an apply makes the whole object as the spec says")
-	}
 	if s.h.Touch == nil {
 		t.Fatal("the runtime claims engine.FieldScoped: the harness must give Touch to check it")
 	}
-	s.changes(t)
+	if s.h.PreviewOnly {
+		t.Fatal("the runtime claims engine.FieldScoped, which only an apply shows, but never applies")
+	}
 	ctx := t.Context()
 	r := s.h.Object(t)
 	rec := s.apply(t, nil, r)
@@ -538,11 +516,7 @@ func (s suite) fieldScoped(t *testing.T) {
 	s.remove(t, rec)
 }
 
-func (s suite) sensitivePather(t *testing.T) {
-	sp, ok := s.rt.(engine.SensitivePather)
-	if !ok {
-		t.Skip("does not claim engine.SensitivePather: only what a result itself marks sensitive is masked")
-	}
+func (s suite) sensitivePather(t *testing.T, sp engine.SensitivePather) {
 	if s.h.Secret == nil {
 		t.Fatal("the runtime claims engine.SensitivePather: the harness must give Secret to check it")
 	}
