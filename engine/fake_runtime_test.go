@@ -32,7 +32,7 @@ func (f *fakeRuntime) Read(_ context.Context, _ *model.Resource, r model.Resourc
 	if !ok {
 		return nil, nil
 	}
-	out := model.Redact(model.Resource{ID: r.ID, Type: r.Type, Attributes: model.DeepCopyValue(obj).(map[string]any), Extensions: r.Extensions})
+	out := model.Redact(model.Resource{ID: r.ID, Type: r.Type, Attributes: model.DeepCopyValue(obj).(map[string]any), Extensions: r.Extensions, DependsOn: r.DependsOn})
 	return &out, nil
 }
 
@@ -58,7 +58,7 @@ func (f *fakeRuntime) Apply(ctx context.Context, _ *model.Resource, r model.Reso
 		f.applied = append(f.applied, r.ID)
 		f.mu.Unlock()
 	}
-	out := model.Redact(model.Resource{ID: r.ID, Type: r.Type, Attributes: model.DeepCopyValue(obj).(map[string]any), Extensions: r.Extensions})
+	out := model.Redact(model.Resource{ID: r.ID, Type: r.Type, Attributes: model.DeepCopyValue(obj).(map[string]any), Extensions: r.Extensions, DependsOn: r.DependsOn})
 	return &out, nil
 }
 

@@ -14,6 +14,33 @@ type scopedRuntime struct{ *fakeRuntime }
 
 func (scopedRuntime) SpecFieldsOnly() bool { return true }
 
+// Apply keeps what is live outside the fields the spec sets.
+func (s scopedRuntime) Apply(ctx context.Context, prior *model.Resource, r model.Resource, dryRun bool) (*model.Resource, error) {
+	s.mu.Lock()
+	others := map[string]any{}
+	for k, v := range s.objects[r.ID] {
+		if _, set := r.Attributes[k]; !set {
+			others[k] = model.DeepCopyValue(v)
+		}
+	}
+	s.mu.Unlock()
+	out, err := s.fakeRuntime.Apply(ctx, prior, r, dryRun)
+	if err != nil {
+		return out, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range others {
+		if _, set := out.Attributes[k]; !set {
+			out.Attributes[k] = v
+			if !dryRun {
+				s.objects[r.ID][k] = model.DeepCopyValue(v)
+			}
+		}
+	}
+	return out, nil
+}
+
 // TestPreviewSkipsWhatCannotHaveChanged: a preview asks the runtime for a
 // dry run only where applying could change something; where the object is
 // as the very same spec left it, it knows without asking.

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/kusionpr/kusionpr/model"
 )
@@ -26,7 +27,7 @@ func (offline) Read(_ context.Context, prior *model.Resource, _ model.Resource) 
 
 func (offline) Apply(_ context.Context, prior *model.Resource, desired model.Resource, dryRun bool) (*model.Resource, error) {
 	if !dryRun {
-		return nil, errOffline
+		return nil, fmt.Errorf("apply %s: %w", desired.ID, errOffline)
 	}
 	out := model.Redact(desired)
 	if prior != nil {
@@ -37,6 +38,8 @@ func (offline) Apply(_ context.Context, prior *model.Resource, desired model.Res
 	return &out, nil
 }
 
-func (offline) Delete(context.Context, model.Resource) error { return errOffline }
+func (offline) Delete(_ context.Context, r model.Resource) error {
+	return fmt.Errorf("delete %s: %w", r.ID, errOffline)
+}
 
 func (offline) Watch(context.Context, model.Resource) error { return nil }

@@ -477,10 +477,28 @@ func (r *Runtime) planGroup(ctx context.Context, g []*job, m *module) {
 
 // applyGroup applies a group in one run. Each resource's outcome is read
 // from the state the run left and from Terraform's diagnostics, which name
-// the resource they are about: one failing resource fails alone.
+// the resource they are about: one failing resource fails alone. A run that
+// failed without saying for which resource (a configuration Terraform
+// refused whole) leaves what became of the others unknown: each is then
+// applied in a folder of its own, from what the run left of it, so that it
+// fails, or not, for itself.
 func (r *Runtime) applyGroup(ctx context.Context, g []*job, m *module) {
+	for _, j := range r.applyIn(ctx, batchFolder(m), g, m) {
+		alone := &job{op: j.op, importID: j.importID}
+		am, err := r.module([]*job{alone}, true)
+		if err == nil {
+			r.applyIn(ctx, j.op.res.ID, []*job{alone}, am)
+		}
+		j.out, j.err = alone.out, errors.Join(err, alone.err)
+	}
+}
+
+// applyIn applies g in folder and returns the jobs whose outcome the run
+// left unknown, their state set to what it left of them; a group of one
+// has its error instead.
+func (r *Runtime) applyIn(ctx context.Context, folder string, g []*job, m *module) (unsure []*job) {
 	var diags diagnostics
-	err := r.folders.run(ctx, batchFolder(m), m.key, m.config, m.state, func(w *workdir) error {
+	err := r.folders.run(ctx, folder, m.key, m.config, m.state, func(w *workdir) error {
 		var applyErr error
 		if w.planned {
 			// The preview planned exactly this: apply its plan instead of
@@ -521,8 +539,15 @@ func (r *Runtime) applyGroup(ctx context.Context, g []*job, m *module) {
 			switch mine := diags.about(j.op.t.address()); {
 			case mine != nil:
 				j.err = mine
-			case j.out == nil && applyErr != nil:
-				j.err = diags.or(applyErr)
+			case applyErr != nil && (j.out == nil || diags.unattributed()):
+				if len(g) > 1 && ctx.Err() == nil {
+					if raw != nil {
+						j.op.state = own
+					}
+					unsure = append(unsure, j)
+				} else {
+					j.err = diags.or(applyErr)
+				}
 			case j.out == nil:
 				j.err = errors.New("the state has no object after apply")
 			}
@@ -536,6 +561,7 @@ func (r *Runtime) applyGroup(ctx context.Context, g []*job, m *module) {
 			}
 		}
 	}
+	return unsure
 }
 
 // destroyGroup destroys a group in one run. What the state the run left no
@@ -662,6 +688,22 @@ func (d *diagnostics) about(address string) error {
 		return nil
 	}
 	return errors.New(strings.Join(texts, "\n\n"))
+}
+
+// unattributed says whether some error of a failed run names no resource,
+// or the run said nothing: then a resource without an error of its own may
+// not have been applied either.
+func (d *diagnostics) unattributed() bool {
+	d.parse()
+	if len(d.errs) == 0 {
+		return true
+	}
+	for _, e := range d.errs {
+		if e.address == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // or is Terraform's own account of a failed run, if its output has one,

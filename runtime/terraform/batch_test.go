@@ -149,6 +149,34 @@ func TestDiagnosticsByAddress(t *testing.T) {
 	}
 }
 
+// TestDiagnosticsUnattributed: a failed apply run whose every error names
+// its resource applied the others; one with an error naming none (a
+// configuration refused whole), or with no account at all, may not have.
+func TestDiagnosticsUnattributed(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		lines []string
+		want  bool
+	}{
+		{"every error names its resource", []string{
+			`{"@level":"error","type":"diagnostic","diagnostic":{"severity":"error","summary":"Create local file error","address":"local_file.bad"}}`,
+			`{"@level":"warn","type":"diagnostic","diagnostic":{"severity":"warning","summary":"deprecated"}}`,
+		}, false},
+		{"a configuration refused whole", []string{
+			`{"@level":"error","type":"diagnostic","diagnostic":{"severity":"error","summary":"Extraneous JSON object property","detail":"No argument or block type is named \"no_such_argument\"."}}`,
+		}, true},
+		{"nothing said", nil, true},
+	} {
+		var d diagnostics
+		for _, l := range tt.lines {
+			fmt.Fprintln(&d, l)
+		}
+		if got := d.unattributed(); got != tt.want {
+			t.Errorf("%s: unattributed = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 // TestIntegrationBatch: resources planned and applied together share one
 // Terraform run each; a resource whose plan fails fails alone, the others
 // of its batch still get their plans; each applied resource has a state of
