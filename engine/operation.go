@@ -35,6 +35,7 @@ type operation struct {
 	log       *slog.Logger
 	saver     *stateSaver
 	stopBeat  chan struct{}
+	beating   sync.WaitGroup
 	// lose ends the operation's context; the saver calls it when the store
 	// says someone else ended the release.
 	lose context.CancelCauseFunc
@@ -102,7 +103,7 @@ func (op *operation) begin(ctx context.Context, latest *model.Release) (context.
 	ctx, op.lose = context.WithCancelCause(ctx)
 	op.saver = newStateSaver(e.Store, rel, op.log, op.lose)
 	op.stopBeat = make(chan struct{})
-	go op.saver.heartbeat(e.heartbeat(), e.now, op.stopBeat)
+	op.beating.Go(func() { op.saver.heartbeat(e.heartbeat(), e.now, op.stopBeat) })
 	if op.overtaken {
 		// Another runner released a revision between our read and our slot:
 		// carry its state, not the older one.
@@ -225,7 +226,10 @@ func (op *operation) finish(ctx context.Context, err error) (*Result, error) {
 	if err != nil {
 		msg = err.Error()
 	}
+	// A beat under way saves through the saver, which finish is about to
+	// close: it must be over first.
 	close(op.stopBeat)
+	op.beating.Wait()
 	if cause := context.Cause(ctx); errors.Is(cause, model.ErrSuperseded) {
 		err = errors.Join(err, cause)
 	}

@@ -2,12 +2,15 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/model"
 )
@@ -186,5 +189,56 @@ func TestDeletionWalk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// unlockingRuntime is fakeRuntime where the apply of one id has someone
+// unlock the stack by hand while it waits for its context.
+type unlockingRuntime struct {
+	*fakeRuntime
+	store *backend.Store
+	on    string
+}
+
+func (u unlockingRuntime) Apply(ctx context.Context, prior *model.Resource, r model.Resource, dryRun bool) (*model.Resource, error) {
+	if !dryRun && r.ID == u.on {
+		if _, err := u.store.Unlock(context.Background(), "p", "w", "alice", "stuck"); err != nil {
+			return nil, err
+		}
+	}
+	return u.fakeRuntime.Apply(ctx, prior, r, dryRun)
+}
+
+// TestUnlockedOperationStops: an apply whose release someone unlocks while
+// it runs stops (what is running is interrupted, nothing further starts),
+// says it was superseded, and leaves the unlock's record as it is.
+func TestUnlockedOperationStops(t *testing.T) {
+	ctx := context.Background()
+	e, rt, store := setup(t)
+	// The next sign of life is what finds the release ended.
+	e.Heartbeat = 10 * time.Millisecond
+	rt.block[id("slow")] = true
+	e.Runtimes[model.Terraform] = unlockingRuntime{fakeRuntime: rt, store: store, on: id("slow")}
+	st := stack(
+		res("fast", map[string]any{"v": 1}),
+		res("slow", map[string]any{"v": 2}, id("fast")),
+		res("after", map[string]any{"v": 3}, id("slow")),
+	)
+	result, err := e.Apply(ctx, st, engine.ApplyOptions{})
+	if !errors.Is(err, model.ErrSuperseded) {
+		t.Fatalf("apply error %v, want superseded", err)
+	}
+	if _, ok := result.Failed[id("slow")]; !ok {
+		t.Errorf("failed %v, want slow, which was interrupted", result.Failed)
+	}
+	if _, ok := rt.objects[id("after")]; ok {
+		t.Error("after was applied once the release was ended")
+	}
+	rel, err := store.Latest(ctx, "p", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.Revision != 1 || rel.Phase != model.PhaseFailed || !strings.HasPrefix(rel.Message, "unlocked by alice") {
+		t.Errorf("release %d %s %q, want 1 failed with the unlock's message", rel.Revision, rel.Phase, rel.Message)
 	}
 }
