@@ -235,7 +235,7 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 
 	// Resources the prior release holds that the spec no longer has are deleted,
 	// dependents first: listed in the reverse of their order, which is the
-	// order the destroy walk starts them in.
+	// order the deletion walk starts them in.
 	if ix.deletions != nil {
 		order := ix.deletions.Order()
 		deletions := make([]*Step, len(order))
