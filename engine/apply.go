@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/kusionpr/kusionpr/engine/graph"
 	"github.com/kusionpr/kusionpr/model"
@@ -69,10 +67,6 @@ func (e *Engine) Destroy(ctx context.Context, st Stack, opts ApplyOptions) (*Res
 }
 
 func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts ApplyOptions) (*Result, error) {
-	verb := "apply"
-	if phase == model.PhaseDestroying {
-		verb = "destroy"
-	}
 	if opts.DryRun {
 		p, err := e.Preview(ctx, st)
 		if err != nil {
@@ -80,10 +74,10 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		}
 		return &Result{Preview: p}, p.Err()
 	}
-
+	op := newOperation(e, st, phase, opts)
 	latest, err := e.Store.Latest(ctx, st.Project, st.Workspace)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: read latest release: %w", verb, st.Stack, err)
+		return nil, fmt.Errorf("%s %s: read latest release: %w", op.verb, st.Stack, err)
 	}
 	var early *Preview
 	if opts.SkipUnchanged && (latest == nil || latest.Phase == model.PhaseSucceeded) {
@@ -92,7 +86,7 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		// holds it) or to record a release that ends well.
 		p, err := e.preview(ctx, st, latest)
 		if err == nil && p.Settled() {
-			e.logger().Info(verb+": nothing to change; no release written", "project", st.Project, "workspace", st.Workspace, "stack", st.Stack)
+			e.logger().Info(op.verb+": nothing to change; no release written", "project", st.Project, "workspace", st.Workspace, "stack", st.Stack)
 			return &Result{Preview: p, Unchanged: true}, nil
 		}
 		if err == nil {
@@ -100,192 +94,20 @@ func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts Appl
 		}
 	}
 
-	now := e.now()
-	spec := e.redactSpec(ctx, st.Spec)
-	if phase == model.PhaseDestroying {
-		spec = destroyedSpec(latest)
-	}
-	rel := &model.Release{
-		Project: st.Project, Workspace: st.Workspace, Stack: st.Stack,
-		Spec:  spec,
-		State: carriedState(latest),
-		Phase: phase, CreateTime: now, ModifiedTime: now,
-		Origin: st.Origin,
-	}
-	if rel.Origin != nil {
-		rel.Origin.Heartbeat = now
-	}
-	var prior *model.Release
-	if opts.Precondition != nil {
-		cs, ok := e.Store.(conditionalStore)
-		if !ok {
-			return nil, fmt.Errorf("%s %s: the release store cannot check a precondition when taking the stack", verb, st.Stack)
-		}
-		prior, err = cs.BeginIf(ctx, rel, opts.Precondition)
-	} else {
-		prior, err = e.Store.Begin(ctx, rel)
-	}
+	ctx, err = op.begin(ctx, latest)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", verb, st.Stack, err)
+		return nil, err
 	}
-	log := e.logger().With("project", st.Project, "workspace", st.Workspace, "stack", st.Stack, "revision", rel.Revision)
-	ctx, lose := context.WithCancelCause(ctx)
-	defer lose(nil)
-	saver := newStateSaver(e.Store, rel, log, lose)
-	stopBeat := make(chan struct{})
-	go saver.heartbeat(e.heartbeat(), e.now, stopBeat)
-	if !sameRevision(prior, latest) {
-		// Another runner released a revision between our read and our slot:
-		// carry its state, not the older one.
-		saver.replaceState(carriedState(prior))
-		if phase == model.PhaseDestroying {
-			saver.replaceSpec(destroyedSpec(prior))
-		}
+	defer op.lose(nil)
+	if err := op.plan(ctx, early); err != nil {
+		return op.finish(ctx, err)
 	}
-
-	res := &Result{Release: rel, Failed: map[string]error{}}
-	finish := func(err error) (*Result, error) {
-		msg := ""
-		if err != nil {
-			msg = err.Error()
-		}
-		close(stopBeat)
-		if cause := context.Cause(ctx); errors.Is(cause, model.ErrSuperseded) {
-			err = errors.Join(err, cause)
-		}
-		// The release must end even when ctx was cancelled.
-		endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if serr := saver.finish(endCtx, err == nil, msg, e.now()); serr != nil {
-			err = errors.Join(err, fmt.Errorf("save release %d: %w", rel.Revision, serr))
-		}
-		log.Info(verb+" finished", "phase", rel.Phase, "failed", len(res.Failed))
-		if err != nil {
-			return res, fmt.Errorf("%s %s: %w", verb, st.Stack, err)
-		}
-		return res, nil
-	}
-
-	p := early
-	if p == nil || !sameRevision(prior, latest) {
-		p, err = e.preview(ctx, st, prior)
-	}
-	res.Preview = p
-	if err != nil {
-		return finish(err)
-	}
-	if perr := p.Err(); perr != nil {
-		return finish(fmt.Errorf("preview failed, nothing changed: %w", perr))
-	}
-
-	var errMu sync.Mutex
-	fail := func(id string, err error) error {
-		errMu.Lock()
-		res.Failed[id] = err
-		errMu.Unlock()
-		log.Error("resource failed", "id", id, "error", err)
-		return err
-	}
-
-	// Creates and updates, dependencies first.
-	g, err := graph.New(st.Spec.Resources)
-	if err != nil {
-		return finish(err)
-	}
-	desiredIdx := st.Spec.Resources.Index()
-	refs := model.NewReferenceIndex(idsOf(st.Spec.Resources))
-	var appliedMu sync.Mutex
-	applied := map[string]*model.Resource{}
-	priorIdx := rel.State.Resources.Index()
-	priorState := rel.State.Resources.DeepCopy()
-	results := g.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism(), Unbounded: e.batched(st.Spec.Resources)}, func(ctx context.Context, id string) error {
-		step := p.ChangeSteps[id]
-		if step.Action == UnChanged {
-			cur := p.current[id]
-			appliedMu.Lock()
-			applied[id] = cur
-			appliedMu.Unlock()
-			saver.put(withApplied(*cur, step.fingerprint))
-			return nil
-		}
-		desired := st.Spec.Resources[desiredIdx[id]]
-		appliedMu.Lock()
-		resolved, unknown := resolveReferences(desired, refs, func(ref string) *model.Resource { return applied[ref] })
-		appliedMu.Unlock()
-		if unknown {
-			return fail(id, fmt.Errorf("%s: a $kusion_path it uses has no value after its source was applied", id))
-		}
-		var priorRes *model.Resource
-		if i, ok := priorIdx[id]; ok {
-			priorRes = &priorState[i]
-		}
-		rt, err := e.runtime(desired)
-		if err != nil {
-			return fail(id, err)
-		}
-		log.Info("applying", "id", id, "action", step.Action)
-		out, err := rt.Apply(ctx, priorRes, resolved, false)
-		if err != nil {
-			if out != nil {
-				// A failed apply may still have changed something (a
-				// Terraform resource created, then tainted): record it, but
-				// not as this spec's doing.
-				saver.put(*out)
-			}
-			return fail(id, err) // runtimes name the resource and the verb
-		}
-		paths, err := sensitivePaths(ctx, rt, desired)
-		if err != nil {
-			saver.put(*out)
-			return fail(id, err)
-		}
-		saver.put(withApplied(*out, appliedFingerprint(model.WithSensitivePaths(resolved, paths))))
-		appliedMu.Lock()
-		applied[id] = out
-		appliedMu.Unlock()
-		if !opts.NoWatch {
-			if err := rt.Watch(ctx, *out); err != nil {
-				return fail(id, err)
-			}
-		}
-		return nil
-	})
-	collectSkipped(results, res.Failed)
-
-	// Deletions, dependents first.
-	var gone model.Resources
-	for _, id := range p.StepKeys {
-		if p.ChangeSteps[id].Action != Delete {
-			continue
-		}
-		if r, ok := priorState.ByID(id); ok {
-			gone = append(gone, r)
-		}
-	}
-	if len(gone) > 0 && ctx.Err() == nil {
-		dg, err := graph.New(withinDependencies(gone))
-		if err != nil {
-			return finish(err)
-		}
-		results := dg.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism(), Reverse: true, Unbounded: e.batched(gone)}, func(ctx context.Context, id string) error {
-			r, _ := gone.ByID(id)
-			rt, err := e.runtime(r)
-			if err != nil {
-				return fail(id, err)
-			}
-			log.Info("deleting", "id", id)
-			if err := rt.Delete(ctx, r); err != nil {
-				return fail(id, err)
-			}
-			saver.remove(id)
-			return nil
-		})
-		collectSkipped(results, res.Failed)
-	}
+	op.applyAll(ctx)
+	op.deleteAll(ctx)
 	if err := ctx.Err(); err != nil {
-		return finish(fmt.Errorf("interrupted: %w", err))
+		return op.finish(ctx, fmt.Errorf("interrupted: %w", err))
 	}
-	return finish(failureError(res.Failed))
+	return op.finish(ctx, failureError(op.res.Failed))
 }
 
 // collectSkipped adds to failed the nodes that did not run, with the reason.

@@ -9,14 +9,18 @@ import (
 )
 
 // fakeRuntime keeps objects in memory. Apply adds a server-side default
-// ("status": "ready"), as an API server would; failOn makes chosen ids fail;
-// block makes chosen ids wait for their context.
+// ("status": "ready"), as an API server would, and returns the spec's
+// dependsOn, as the real runtimes do, so a state records what each object
+// needs; failOn makes chosen ids fail; block makes chosen ids wait for their
+// context.
 type fakeRuntime struct {
 	mu      sync.Mutex
 	objects map[string]map[string]any
 	failOn  map[string]bool
 	block   map[string]bool
 	applied []string
+	// deleted lists the ids deleted, in order.
+	deleted []string
 	// dryRuns counts the dry runs asked of each id.
 	dryRuns map[string]int
 }
@@ -69,6 +73,7 @@ func (f *fakeRuntime) Delete(_ context.Context, r model.Resource) error {
 		return fmt.Errorf("cannot delete %s", r.ID)
 	}
 	delete(f.objects, r.ID)
+	f.deleted = append(f.deleted, r.ID)
 	return nil
 }
 

@@ -69,6 +69,8 @@ type Preview struct {
 	// current holds the live objects as their runtimes returned them, private
 	// state included, for an apply to record the unchanged ones.
 	current map[string]*model.Resource
+	// index is what the preview compared, for the apply that follows it.
+	index *planIndex
 }
 
 // Summary counts the steps by action, and the steps with drift. Errors
@@ -179,49 +181,26 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 	if st.Spec == nil {
 		return nil, fmt.Errorf("preview %s: no spec", st.Stack)
 	}
-	g, err := graph.New(st.Spec.Resources)
+	ix, err := e.newPlanIndex(st.Spec, prior)
 	if err != nil {
 		return nil, fmt.Errorf("preview %s: %w", st.Stack, err)
 	}
-	p := &Preview{Project: st.Project, Workspace: st.Workspace, Stack: st.Stack, ChangeSteps: map[string]*Step{}, current: map[string]*model.Resource{}}
-	priorState, priorSpec := model.Resources(nil), model.Resources(nil)
+	p := &Preview{Project: st.Project, Workspace: st.Workspace, Stack: st.Stack, ChangeSteps: map[string]*Step{}, current: map[string]*model.Resource{}, index: ix}
 	if prior != nil {
 		p.PriorRevision = prior.Revision
-		if prior.State != nil {
-			priorState = prior.State.Resources
-		}
-		if prior.Spec != nil {
-			priorSpec = prior.Spec.Resources
-		}
 	}
-	stateIdx, specIdx := priorState.Index(), priorSpec.Index()
-	desiredIdx := st.Spec.Resources.Index()
+	e.prefetch(ctx, append(append(model.Resources(nil), ix.desired...), ix.gone...))
 
-	var gone model.Resources
-	for _, r := range priorState {
-		if _, ok := desiredIdx[r.ID]; !ok {
-			gone = append(gone, r)
-		}
-	}
-	e.prefetch(ctx, append(append(model.Resources(nil), st.Spec.Resources...), gone...))
-
-	refs := model.NewReferenceIndex(idsOf(st.Spec.Resources))
 	var mu sync.Mutex
 	live := map[string]*model.Resource{}
 	steps := map[string]*Step{}
-	results := g.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism(), Unbounded: e.batched(st.Spec.Resources)}, func(ctx context.Context, id string) error {
-		desired := st.Spec.Resources[desiredIdx[id]]
-		var priorRes, priorSpecRes *model.Resource
-		if i, ok := stateIdx[id]; ok {
-			priorRes = &priorState[i]
-		}
-		if i, ok := specIdx[id]; ok {
-			priorSpecRes = &priorSpec[i]
-		}
+	results := ix.graph.Walk(ctx, graph.WalkOptions{Parallelism: e.parallelism(), Unbounded: ix.batched}, func(ctx context.Context, id string) error {
+		desired := ix.desired[ix.desiredIdx[id]]
+		priorRes, priorSpecRes := ix.priorResource(id), ix.priorSpecResource(id)
 		mu.Lock()
-		resolved, unknown := resolveReferences(desired, refs, func(ref string) *model.Resource { return live[ref] })
+		resolved, unknown := resolveReferences(desired, ix.refs, func(ref string) *model.Resource { return live[ref] })
 		depCreated := false
-		for _, dep := range g.Dependencies(id) {
+		for _, dep := range ix.graph.Dependencies(id) {
 			if s := steps[dep]; s != nil && s.Action == Create {
 				depCreated = true
 			}
@@ -242,7 +221,7 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 		mu.Unlock()
 		return err
 	})
-	for _, id := range g.Order() {
+	for _, id := range ix.graph.Order() {
 		step := steps[id]
 		if step == nil {
 			step = failed(id, fmt.Sprintf("%s: not previewed: %s", id, describe(results[id])))
@@ -255,25 +234,21 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 	}
 
 	// Resources the prior release holds that the spec no longer has are deleted,
-	// dependents first.
-	if len(gone) > 0 {
-		dg, err := graph.New(withinDependencies(gone))
-		if err != nil {
-			return nil, fmt.Errorf("preview %s: order deletions: %w", st.Stack, err)
-		}
-		order := dg.Order()
+	// dependents first: listed in the reverse of their order, which is the
+	// order the deletion walk starts them in.
+	if ix.deletions != nil {
+		order := ix.deletions.Order()
 		deletions := make([]*Step, len(order))
-		batched := e.batched(gone)
 		slots := make(chan struct{}, e.parallelism())
 		var wg sync.WaitGroup
 		// Read concurrently, as the walk above does: one by one, a stack's
 		// destroy waited for a Terraform refresh per resource in turn.
 		for i, id := range order {
-			r, _ := gone.ByID(id)
+			r := ix.gone[ix.goneIdx[id]]
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if !batched(id) {
+				if !ix.batched(id) {
 					slots <- struct{}{}
 					defer func() { <-slots }()
 				}

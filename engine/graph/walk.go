@@ -41,7 +41,9 @@ type WalkOptions struct {
 	// DefaultParallelism.
 	Parallelism int
 	// Reverse walks dependents first, as deletion needs: a node runs only
-	// after every node depending on it succeeded.
+	// after every node depending on it succeeded. Among ready nodes the one
+	// last in Order() starts first, so that one at a time a reverse walk
+	// goes in the reverse of Order(), as a forward walk goes in Order().
 	Reverse bool
 	// Unbounded, if set, names the nodes that start as soon as they are
 	// ready, outside Parallelism: calls that only wait for a batch others
@@ -86,13 +88,15 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 	}
 	// Ready nodes wait in two queues, so that a full set of bounded slots
 	// costs nothing to check: the free ones start at once, the bounded ones
-	// as slots open.
+	// as slots open. They hold ranks (walkRanks): of the ready nodes, the
+	// lowest rank starts first.
+	rank, byRank := g.walkRanks(opts.Reverse)
 	readyFree, readyBounded := &intHeap{}, &intHeap{}
 	markReady := func(n int) {
 		if free[n] {
-			heap.Push(readyFree, n)
+			heap.Push(readyFree, rank[n])
 		} else {
-			heap.Push(readyBounded, n)
+			heap.Push(readyBounded, rank[n])
 		}
 	}
 	pending := make([]int, len(g.ids))
@@ -138,7 +142,7 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 			if q.Len() == 0 {
 				q = readyBounded
 			}
-			n := heap.Pop(q).(int)
+			n := byRank[heap.Pop(q).(int)]
 			if _, decided := results[g.ids[n]]; decided {
 				continue // skipped while it waited
 			}
@@ -193,6 +197,21 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 		}
 	}
 	return results
+}
+
+// walkRanks orders the nodes for a walk: forward by spec position (the
+// tie-break of Order(), so Order() is a walk one node at a time), reverse in
+// the reverse of Order(). rank maps a node to its place, byRank back.
+func (g *Graph) walkRanks(reverse bool) (rank, byRank []int) {
+	rank, byRank = make([]int, len(g.ids)), make([]int, len(g.ids))
+	for k := range g.ids {
+		n := k
+		if reverse {
+			n = g.order[len(g.order)-1-k]
+		}
+		rank[n], byRank[k] = k, n
+	}
+	return rank, byRank
 }
 
 // call runs fn, turning a panic into an error so one bad resource cannot take

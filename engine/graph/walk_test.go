@@ -183,6 +183,39 @@ func TestWalkOrder(t *testing.T) {
 	}
 }
 
+// TestWalkOneAtATimeFollowsOrder: walked one node at a time, a forward walk
+// goes in Order() and a reverse one in its reverse, whatever the spec order,
+// so an apply goes in the order its preview lists and a destroy deletes in
+// the order its preview lists the deletions.
+func TestWalkOneAtATimeFollowsOrder(t *testing.T) {
+	// Spec order puts z first, but z depends on y: Order() is a, y, z, b
+	// where the spec says z, a, y, b.
+	rs := model.Resources{plain("z", "y"), plain("a"), plain("y", "a"), plain("b")}
+	g := mustNew(t, rs)
+	if got, want := g.Order(), []string{"a", "y", "z", "b"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Order() = %v, want %v", got, want)
+	}
+	for _, tt := range []struct {
+		name    string
+		reverse bool
+		want    []string
+	}{
+		{"forward", false, []string{"a", "y", "z", "b"}},
+		{"reverse", true, []string{"b", "z", "y", "a"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			g.Walk(context.Background(), WalkOptions{Parallelism: 1, Reverse: tt.reverse}, func(ctx context.Context, id string) error {
+				got = append(got, id)
+				return nil
+			})
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("walked %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestWalkFailure(t *testing.T) {
 	// Diamond a <- {b, c} <- d <- e, and an independent branch x <- y.
 	rs := model.Resources{
