@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/kusionpr/kusionpr/engine/graph"
 	"github.com/kusionpr/kusionpr/model"
 )
@@ -239,23 +241,30 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 	if ix.deletions != nil {
 		order := ix.deletions.Order()
 		deletions := make([]*Step, len(order))
-		slots := make(chan struct{}, e.parallelism())
-		var wg sync.WaitGroup
 		// Read concurrently, as the walk above does: one by one, a stack's
-		// destroy waited for a Terraform refresh per resource in turn.
-		for i, id := range order {
-			r := ix.gone[ix.goneIdx[id]]
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if !ix.batched(id) {
-					slots <- struct{}{}
-					defer func() { <-slots }()
+		// destroy waited for a Terraform refresh per resource in turn. A
+		// batching runtime's reads all start at once, first, so that they
+		// make one batch; the others a few at a time.
+		var batched, limited errgroup.Group
+		limited.SetLimit(e.parallelism())
+		for _, all := range []bool{true, false} {
+			for i, id := range order {
+				if ix.batched(id) != all {
+					continue
 				}
-				deletions[i] = e.previewDeletion(ctx, r, p.PriorRevision)
-			}()
+				g := &limited
+				if all {
+					g = &batched
+				}
+				r := ix.gone[ix.goneIdx[id]]
+				g.Go(func() error {
+					deletions[i] = e.previewDeletion(ctx, r, p.PriorRevision)
+					return nil
+				})
+			}
 		}
-		wg.Wait()
+		batched.Wait()
+		limited.Wait()
 		for i := len(deletions) - 1; i >= 0; i-- {
 			p.StepKeys = append(p.StepKeys, deletions[i].ID)
 			p.ChangeSteps[deletions[i].ID] = deletions[i]
