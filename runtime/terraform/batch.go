@@ -120,6 +120,11 @@ func (b *batcher) do(ctx context.Context, kind batchKind, j *job) {
 		defer b.mu.Unlock()
 		if bt.live--; bt.live == 0 {
 			bt.cancel(context.Cause(ctx))
+			// Nobody waits for it any more: a call coming now opens a
+			// batch of its own rather than join one that is cancelled.
+			if b.open[kind] == bt {
+				delete(b.open, kind)
+			}
 		}
 	})
 	defer stop()

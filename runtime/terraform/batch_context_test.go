@@ -34,6 +34,41 @@ func TestBatchContexts(t *testing.T) {
 		}
 	})
 
+	t.Run("a call after every other has gone runs in a batch of its own", func(t *testing.T) {
+		var runs [][]*job
+		var mu sync.Mutex
+		b := &batcher{run: func(bt *batch) {
+			mu.Lock()
+			runs = append(runs, bt.jobs)
+			mu.Unlock()
+			if err := bt.ctx.Err(); err != nil {
+				for _, j := range bt.jobs {
+					j.err = err
+				}
+			}
+		}}
+		gone, ctx := &job{}, context.Background()
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		b.do(cctx, destroyBatch, gone)
+		// Once the gone call's batch knows nobody waits for it...
+		for {
+			b.mu.Lock()
+			bt := b.open[destroyBatch]
+			dead := bt == nil || bt.ctx.Err() != nil
+			b.mu.Unlock()
+			if dead {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		later := &job{}
+		b.do(ctx, destroyBatch, later)
+		if later.err != nil {
+			t.Errorf("the later call failed with %v: it joined a batch cancelled for the call before it", later.err)
+		}
+	})
+
 	t.Run("a running batch outlives one call's context, not all", func(t *testing.T) {
 		started, release := make(chan struct{}), make(chan struct{})
 		var batchCtx context.Context
