@@ -33,20 +33,21 @@ type gitHub interface {
 }
 
 // stackWork is what an authorised command does to the stacks of a
-// checkout; workflowWork, the workflow package, is the implementation.
+// checkout; workflowWork, the bot's workflow.Runner, is the implementation.
 type stackWork interface {
 	Change(ctx context.Context, c *workflow.Change) (*workflow.Outcome, error)
 	Unlock(ctx context.Context, dir string, opts workflow.Options, who, why string) (*model.Release, error)
 }
 
-type workflowWork struct{}
+type workflowWork struct{ runner *workflow.Runner }
 
-func (workflowWork) Change(ctx context.Context, c *workflow.Change) (*workflow.Outcome, error) {
+func (w workflowWork) Change(ctx context.Context, c *workflow.Change) (*workflow.Outcome, error) {
+	c.Runner = w.runner
 	return c.Run(ctx)
 }
 
-func (workflowWork) Unlock(ctx context.Context, dir string, opts workflow.Options, who, why string) (*model.Release, error) {
-	return workflow.Unlock(ctx, dir, opts, who, why)
+func (w workflowWork) Unlock(ctx context.Context, dir string, opts workflow.Options, who, why string) (*model.Release, error) {
+	return w.runner.Unlock(ctx, dir, opts, who, why)
 }
 
 // command is one job being handled: what it asks, of whom, and how it
@@ -240,12 +241,10 @@ func (b *Bot) checkout(ctx context.Context, c *command, gated bool) bool {
 // options are the workflow's options for the command's checkout.
 func (b *Bot) options(c *command) workflow.Options {
 	j := c.j
-	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, ForceConflicts: true, Lease: b.cfg.Lease, ReadyTimeout: b.cfg.ReadyTimeout,
-		WaitHeld: b.cfg.HoldWait, Logger: c.log, CheckoutRoot: c.dir, Clusters: b.cfg.clusters(), ModuleEnv: b.cfg.ModuleEnv,
+	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, Lease: b.cfg.Lease,
+		WaitHeld: b.cfg.HoldWait, Logger: c.log, CheckoutRoot: c.dir, ModuleEnv: b.cfg.ModuleEnv,
 		Origin: &model.Origin{PullRequest: j.number, SHA: c.ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt,
 			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}
-	opts.TerraformProviders, opts.TerraformEnv = b.cfg.TerraformProviders, b.cfg.TerraformEnv
-	opts.TerraformProviderSettings = b.cfg.TerraformProviderSettings
 	// The bot records every apply, changed or not: the release is what
 	// mergeSkip reads to keep merges in order and to know a merge done.
 	// Unrecorded, a no-op merge B would let an older merge A delivered

@@ -22,7 +22,7 @@ import (
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
-	"github.com/kusionpr/kusionpr/workflow"
+	"github.com/kusionpr/kusionpr/runtimes"
 )
 
 // Config is the bot's settings: environment variables (KUSIONPR_*), over an
@@ -216,7 +216,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	strs("KUSIONPR_MODULE_ENV", &c.ModuleEnv)
 	if v := getenv("KUSIONPR_KUBECONFIGS"); v != "" {
 		var err error
-		if c.Kubeconfigs, err = workflow.ParseKubeconfigs(v); err != nil {
+		if c.Kubeconfigs, err = runtimes.ParseKubeconfigs(v); err != nil {
 			errs = append(errs, fmt.Errorf("KUSIONPR_KUBECONFIGS: %w", err))
 		}
 	}
@@ -330,8 +330,17 @@ func checkPrivateKey(key string) error {
 }
 
 // clusters is how stacks reach their cluster, as configured.
-func (c *Config) clusters() workflow.Clusters {
-	return workflow.Clusters{Kubeconfigs: c.Kubeconfigs, SpecAllow: c.specAllow, Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}
+func (c *Config) clusters() runtimes.Clusters {
+	return runtimes.Clusters{Kubeconfigs: c.Kubeconfigs, SpecAllow: c.specAllow, Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}
+}
+
+// runtimes is how the bot's stacks reach their clusters and run
+// Terraform: built once, for the bot's one workflow.Runner.
+func (c *Config) runtimes() runtimes.Factory {
+	return runtimes.Factory{
+		Clusters: c.clusters(), ForceConflicts: true, ReadyTimeout: c.ReadyTimeout,
+		Terraform: terraform.Config{AllowProviders: c.TerraformProviders, PassEnv: c.TerraformEnv, ProviderSettings: c.TerraformProviderSettings},
+	}
 }
 
 func (c *Config) allowed(fullName string) bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/webhook"
+	"github.com/kusionpr/kusionpr/workflow"
 )
 
 // Bot receives webhooks and runs what they ask for.
@@ -69,7 +70,7 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	b.client = func(installation int64, owner, repo string) (gitHub, error) {
 		return b.app.Installation(installation, owner, repo)
 	}
-	b.login, b.work = b.app.Login, workflowWork{}
+	b.login, b.work = b.app.Login, workflowWork{runner: &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore}}
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)
 	b.budget = webhook.NewBudget(cfg.MaxUnverifiedBytes, budgetWait)
 	b.ready.Store(true)

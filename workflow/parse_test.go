@@ -20,19 +20,6 @@ func TestParseCommand(t *testing.T) {
 	}
 }
 
-func TestParseKubeconfigs(t *testing.T) {
-	got, err := ParseKubeconfigs("dev=/etc/k/dev, prod = /etc/k/prod\n\nstaging=/etc/k/staging")
-	if err != nil || len(got) != 3 || got["prod"] != "/etc/k/prod" || got["staging"] != "/etc/k/staging" {
-		t.Errorf("ParseKubeconfigs = %v, %v", got, err)
-	}
-	_, err = ParseKubeconfigs("dev,=/x,prod=")
-	for _, bad := range []string{`"dev": want WORKSPACE=FILE`, `"=/x": want WORKSPACE=FILE`, `"prod=": want WORKSPACE=FILE`} {
-		if err == nil || !strings.Contains(err.Error(), bad) {
-			t.Errorf("ParseKubeconfigs error %v, want it to name %s", err, bad)
-		}
-	}
-}
-
 // TestUnlock: /kusion unlock ends the stack's running release, saying who
 // and why, and refuses a stack with none running.
 func TestUnlock(t *testing.T) {
@@ -49,11 +36,11 @@ func TestUnlock(t *testing.T) {
 	if _, err := store.Begin(ctx, held); err != nil {
 		t.Fatal(err)
 	}
-	rel, err := Unlock(ctx, root+"/apps/sa", opts, "alice", "/kusion unlock on #3")
+	rel, err := (&Runner{}).Unlock(ctx, root+"/apps/sa", opts, "alice", "/kusion unlock on #3")
 	if err != nil || rel.Phase != model.PhaseFailed || !strings.Contains(rel.Message, "alice") || !strings.Contains(rel.Message, "/kusion unlock on #3") {
 		t.Fatalf("Unlock = %+v, %v; want the release failed, saying who and why", rel, err)
 	}
-	if _, err := Unlock(ctx, root+"/apps/sa", opts, "alice", "again"); err == nil {
+	if _, err := (&Runner{}).Unlock(ctx, root+"/apps/sa", opts, "alice", "again"); err == nil {
 		t.Errorf("a second unlock, with nothing running, succeeded")
 	}
 }

@@ -28,6 +28,11 @@ type GitHub interface {
 	SetCheck(ctx context.Context, sha string, ck githubapi.Check) error
 }
 
+// StackRunner runs a command on one stack; *Runner is the implementation.
+type StackRunner interface {
+	RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run
+}
+
 // Change is one pull request's work: which stacks it touches, what to do with
 // them, and where to report.
 type Change struct {
@@ -39,7 +44,9 @@ type Change struct {
 	// Command is Preview (on a pull request) or Apply (after a merge).
 	Command   Command
 	Selection Selection
-	// Options apply to every stack; Backend, Workspace and credentials.
+	// Runner runs each stack, with Options: they apply to every stack
+	// (Backend, Workspace, Origin...).
+	Runner  StackRunner
 	Options Options
 	// MaxParallel bounds the stacks worked on at once (default 4).
 	MaxParallel int
@@ -115,6 +122,9 @@ type Outcome struct {
 // its own comment and check run, and marks the comments of stacks it no
 // longer touches outdated. A failing stack fails alone.
 func (c *Change) Run(ctx context.Context) (*Outcome, error) {
+	if c.Runner == nil {
+		return nil, errors.New("workflow: the Change has no Runner")
+	}
 	changed := c.Files
 	if changed == nil {
 		files, err := c.GitHub.PullRequestFiles(ctx, c.Number)
@@ -260,7 +270,7 @@ func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 		opts.DryRun = false
 	}
 	log.Info("running", "operation", cmd, "dryRun", opts.DryRun)
-	run := RunStack(ctx, cmd, filepath.Join(c.Root, filepath.FromSlash(st.Dir)), opts)
+	run := c.Runner.RunStack(ctx, cmd, filepath.Join(c.Root, filepath.FromSlash(st.Dir)), opts)
 	so.Run, so.Err = run, c.relative(run.Err)
 	if run.Skipped != "" {
 		log.Info("skipped", "reason", run.Skipped)

@@ -10,15 +10,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/model"
-	"github.com/kusionpr/kusionpr/runtime/kubernetes"
-	"github.com/kusionpr/kusionpr/runtime/terraform"
 )
 
 // Command is what to do with a stack.
@@ -39,7 +36,8 @@ func ParseCommand(s string) (Command, error) {
 	return "", fmt.Errorf("unknown command %q: want preview, apply or destroy", s)
 }
 
-// Options configure a Runner; the zero value of each field is a sensible default.
+// Options configure one run of a Runner; the zero value of each field is a
+// sensible default.
 type Options struct {
 	// Workspace is the workspace every stack is generated and released
 	// with; empty lets each stack name its own (project.Stack.WorkspaceName:
@@ -50,38 +48,13 @@ type Options struct {
 	Backend string
 	// Parallelism bounds resources worked on at once (default 10).
 	Parallelism int
-	// ForceConflicts takes over fields other managers own on apply. The spec
-	// is the source of truth, so callers default it to true.
-	ForceConflicts bool
-	DryRun         bool
-	NoWatch        bool
+	DryRun      bool
+	NoWatch     bool
 	// RecordUnchanged writes a release for an apply or destroy that has
 	// nothing to change, as an audit trail of every run; by default such a
 	// run writes none (engine.ApplyOptions.SkipUnchanged) and Run.Unchanged
 	// says so.
 	RecordUnchanged bool
-	// ReadyTimeout bounds the wait for each applied Kubernetes object to be
-	// ready, and for each deleted one to be gone (default
-	// kubernetes.DefaultReadyTimeout, 5m); past it the object's apply fails.
-	ReadyTimeout time.Duration
-	// Progress hears about every object those waits are not done with;
-	// default: an info line of Logger's.
-	Progress kubernetes.Progress
-	// TerraformBinary is the terraform or tofu executable; default terraform,
-	// then tofu, on PATH.
-	TerraformBinary string
-	// TerraformCache holds Terraform's working folders and plugin cache;
-	// default the user cache folder's kusionpr/terraform.
-	TerraformCache string
-	// TerraformProviders are provider sources allowed besides the defaults
-	// (terraform.Config.AllowProviders); TerraformEnv the variables of ours
-	// terraform and its providers get besides what Terraform needs
-	// (terraform.Config.PassEnv).
-	TerraformProviders []string
-	TerraformEnv       []string
-	// TerraformProviderSettings are the provider arguments a spec's
-	// providerMeta may set besides region (terraform.Config.ProviderSettings).
-	TerraformProviderSettings []string
 	// Lease is how long a running release holds its stack without a sign of
 	// life before the next run takes it as abandoned (default backend.DefaultLease).
 	Lease time.Duration
@@ -105,9 +78,6 @@ type Options struct {
 	// a spec's context names must lie in it. Empty: a stack on one's own
 	// machine (see project.LoadStack).
 	CheckoutRoot string
-	// Clusters is how stacks reach their Kubernetes cluster: the
-	// operator's decision, not the repository's.
-	Clusters Clusters
 	// ModuleEnv names variables of this process's environment that Kusion
 	// module binaries get besides the few every program needs
 	// (module.Environ); they get nothing else of it.
@@ -132,13 +102,53 @@ type Run struct {
 	Err       error
 }
 
-func terraformConfig(opts Options) terraform.Config {
-	return terraform.Config{Binary: opts.TerraformBinary, CacheDir: opts.TerraformCache, Logger: opts.Logger,
-		AllowProviders: opts.TerraformProviders, PassEnv: opts.TerraformEnv, ProviderSettings: opts.TerraformProviderSettings}
+// RuntimeTarget is what a RuntimeFactory is told of the stack it builds
+// runtimes for.
+type RuntimeTarget struct {
+	Stack     *project.Stack
+	Workspace string
+	// Spec is what the stack runs with; nil for a destroy.
+	Spec *model.Spec
+	// CheckoutRoot is the repository checkout the stack lies in
+	// (Options.CheckoutRoot): files its spec names must lie in it.
+	CheckoutRoot string
+	// Offline: nothing live may be reached (Options.Offline); the run uses
+	// the prior release in place of every runtime.
+	Offline bool
+	// Logger is the run's.
+	Logger *slog.Logger
+}
+
+// RuntimeFactory builds the runtime of each resource type a stack runs
+// with. It is asked before the release store is opened, and refuses there,
+// with an error naming the stack or its resources, a stack whose spec
+// brings what the runtimes would refuse; nothing has run yet.
+type RuntimeFactory interface {
+	Runtimes(ctx context.Context, t RuntimeTarget) (map[model.ResourceType]engine.Runtime, error)
+}
+
+// Runner runs commands on stacks with what its binary wired into it once:
+// the action and the bot each build one, and every run of theirs goes
+// through it.
+type Runner struct {
+	// Runtimes builds each stack's runtimes.
+	Runtimes RuntimeFactory
+	// OpenStore opens the release store a run's options name; default
+	// OpenStore.
+	OpenStore func(ctx context.Context, opts Options) (store *backend.Store, where string, err error)
+}
+
+var errNoRuntimes = errors.New("workflow: the Runner has no RuntimeFactory")
+
+func (r *Runner) openStore(ctx context.Context, opts Options) (*backend.Store, string, error) {
+	if r.OpenStore != nil {
+		return r.OpenStore(ctx, opts)
+	}
+	return OpenStore(ctx, opts)
 }
 
 // RunStack loads the stack in dir and runs cmd on it.
-func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
+func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	run := &Run{}
 	st, err := project.LoadStack(opts.CheckoutRoot, dir)
 	if err != nil && cmd == Destroy && errors.Is(err, fs.ErrNotExist) {
@@ -158,26 +168,19 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 			return run
 		}
 	}
-	var kubeConfig kubernetes.Config
-	if !opts.Offline {
-		// Before anything is read or written: a kubeconfig the spec may
-		// not bring stops the stack here.
-		if kubeConfig, err = opts.Clusters.kubernetesConfig(st, ws, target.Spec, opts.CheckoutRoot, opts.logger()); err != nil {
-			run.Err = err
-			return run
-		}
+	if r.Runtimes == nil {
+		run.Err = errNoRuntimes
+		return run
+	}
+	runtimes, err := r.Runtimes.Runtimes(ctx, RuntimeTarget{
+		Stack: st, Workspace: ws, Spec: target.Spec, CheckoutRoot: opts.CheckoutRoot, Offline: opts.Offline, Logger: opts.Logger,
+	})
+	if err != nil {
+		run.Err = err
+		return run
 	}
 
-	if target.Spec != nil {
-		// A Terraform resource the runtime would refuse (a provisioner, a
-		// provider from anywhere) refuses the stack before anything runs.
-		if err := terraform.Validate(terraformConfig(opts), target.Spec.Resources); err != nil {
-			run.Err = err
-			return run
-		}
-	}
-
-	store, where, err := OpenStore(ctx, opts)
+	store, where, err := r.openStore(ctx, opts)
 	if err != nil {
 		run.Err = err
 		return run
@@ -202,21 +205,7 @@ func RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
 	}
 
 	eng := &engine.Engine{
-		Runtimes: map[model.ResourceType]engine.Runtime{
-			model.Kubernetes: &lazy{build: func(ctx context.Context) (engine.Runtime, error) {
-				c := kubeConfig
-				c.ForceConflicts = opts.ForceConflicts
-				c.Logger = opts.Logger
-				c.ReadyTimeout, c.Progress = opts.ReadyTimeout, opts.Progress
-				if c.Progress == nil {
-					c.Progress = logProgress{opts.logger()}
-				}
-				return kubernetes.New(ctx, c)
-			}},
-			model.Terraform: &lazy{build: func(context.Context) (engine.Runtime, error) {
-				return terraform.New(terraformConfig(opts))
-			}},
-		},
+		Runtimes:     runtimes,
 		Store:        owned,
 		Parallelism:  opts.Parallelism,
 		Logger:       opts.Logger,
@@ -298,13 +287,13 @@ func OpenStore(ctx context.Context, opts Options) (store *backend.Store, where s
 }
 
 // Unlock ends the running release of the stack in dir by hand.
-func Unlock(ctx context.Context, dir string, opts Options, who, why string) (*model.Release, error) {
+func (r *Runner) Unlock(ctx context.Context, dir string, opts Options, who, why string) (*model.Release, error) {
 	st, err := project.LoadStack(opts.CheckoutRoot, dir)
 	if err != nil {
 		return nil, err
 	}
 	ws := st.WorkspaceName(opts.Workspace)
-	store, _, err := OpenStore(ctx, opts)
+	store, _, err := r.openStore(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -318,94 +307,6 @@ func runRepository(opts Options) *model.Repository {
 		return nil
 	}
 	return opts.Origin.Repository
-}
-
-// lazy builds its runtime on first use, so a stack without Kubernetes
-// resources needs no kubeconfig and one without Terraform resources no
-// terraform binary.
-type lazy struct {
-	build func(ctx context.Context) (engine.Runtime, error)
-	once  sync.Once
-	rt    engine.Runtime
-	err   error
-}
-
-func (l *lazy) get(ctx context.Context) (engine.Runtime, error) {
-	l.once.Do(func() { l.rt, l.err = l.build(ctx) })
-	return l.rt, l.err
-}
-
-func (l *lazy) Read(ctx context.Context, prior *model.Resource, r model.Resource) (*model.Resource, error) {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return rt.Read(ctx, prior, r)
-}
-
-func (l *lazy) Apply(ctx context.Context, prior *model.Resource, r model.Resource, dryRun bool) (*model.Resource, error) {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return rt.Apply(ctx, prior, r, dryRun)
-}
-
-func (l *lazy) Delete(ctx context.Context, r model.Resource) error {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return rt.Delete(ctx, r)
-}
-
-func (l *lazy) Watch(ctx context.Context, r model.Resource) error {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return rt.Watch(ctx, r)
-}
-
-// Prefetch is passed on: a preview that prefetches is about to read, so
-// building the runtime now costs nothing extra.
-func (l *lazy) Prefetch(ctx context.Context, rs []model.Resource) {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return // Read reports it
-	}
-	if pf, ok := rt.(engine.Prefetcher); ok {
-		pf.Prefetch(ctx, rs)
-	}
-}
-
-func (l *lazy) Batches() bool {
-	rt, err := l.get(context.Background())
-	if err != nil {
-		return false
-	}
-	b, ok := rt.(engine.Batcher)
-	return ok && b.Batches()
-}
-
-func (l *lazy) SpecFieldsOnly() bool {
-	rt, err := l.get(context.Background())
-	if err != nil {
-		return false
-	}
-	fs, ok := rt.(engine.FieldScoped)
-	return ok && fs.SpecFieldsOnly()
-}
-
-func (l *lazy) SensitivePaths(ctx context.Context, r model.Resource) ([]string, error) {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if sp, ok := rt.(engine.SensitivePather); ok {
-		return sp.SensitivePaths(ctx, r)
-	}
-	return nil, nil
 }
 
 // whenFree runs op, and again while another run holds the stack, until

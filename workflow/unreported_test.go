@@ -10,7 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 )
 
@@ -109,7 +111,7 @@ func TestEveryStackIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Change{Root: root, Number: 1, SHA: "1111111111111111111111111111111111111111", Command: Preview, GitHub: gh, Renderer: r,
-		Options: Options{Workspace: "default", Backend: "file://" + t.TempDir()}}
+		Runner: &Runner{Runtimes: noRuntimes{}}, Options: Options{Workspace: "default", Backend: "file://" + t.TempDir()}}
 	out, err := c.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -138,4 +140,11 @@ func TestEveryStackIsReported(t *testing.T) {
 			t.Errorf("%s: Unreported %v", so.Dir, so.Unreported)
 		}
 	}
+}
+
+// noRuntimes builds no runtime: enough for stacks without resources.
+type noRuntimes struct{}
+
+func (noRuntimes) Runtimes(context.Context, RuntimeTarget) (map[model.ResourceType]engine.Runtime, error) {
+	return map[model.ResourceType]engine.Runtime{}, nil
 }

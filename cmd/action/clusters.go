@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
+	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -28,17 +29,17 @@ func clusterFlags(fs *flag.FlagSet) clusterSettings {
 	}
 }
 
-// apply puts the settings into opts.
-func (c clusterSettings) apply(opts *workflow.Options) error {
+// apply puts the settings into opts and f.
+func (c clusterSettings) apply(opts *workflow.Options, f *runtimes.Factory) error {
 	allow, err := kubernetes.ParseAllowance(list(*c.specAllow))
 	if err != nil {
 		return fmt.Errorf("--spec-kubeconfig-allow: %w", err)
 	}
-	kubeconfigs, err := workflow.ParseKubeconfigs(*c.kubeconfigs)
+	kubeconfigs, err := runtimes.ParseKubeconfigs(*c.kubeconfigs)
 	if err != nil {
 		return fmt.Errorf("--kubeconfigs: %w", err)
 	}
-	opts.Clusters = workflow.Clusters{Kubeconfigs: kubeconfigs, SpecAllow: allow, Setting: "--spec-kubeconfig-allow"}
+	f.Clusters = runtimes.Clusters{Kubeconfigs: kubeconfigs, SpecAllow: allow, Setting: "--spec-kubeconfig-allow"}
 	opts.ModuleEnv = list(*c.moduleEnv)
 	return nil
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
+	"github.com/kusionpr/kusionpr/runtime/terraform"
+	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -127,18 +129,19 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	}
 	root := filepath.Join(workspace, in("root"))
 	opts := workflow.Options{
-		Workspace: in("workspace"), Backend: in("backend"), ForceConflicts: true, Logger: log,
+		Workspace: in("workspace"), Backend: in("backend"), Logger: log,
 		Origin:       &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command, Repository: jobRepository(ga, gctx)},
 		IgnoreFields: list(in("ignore-fields")), CheckoutRoot: workspace, ModuleEnv: list(in("module-env")),
 	}
-	opts.TerraformProviders, opts.TerraformEnv = list(in("terraform-providers")), list(in("terraform-env"))
-	opts.TerraformProviderSettings = list(in("terraform-provider-settings"))
+	rts := runtimes.Factory{ForceConflicts: true, Terraform: terraform.Config{
+		AllowProviders: list(in("terraform-providers")), PassEnv: list(in("terraform-env")), ProviderSettings: list(in("terraform-provider-settings")),
+	}}
 	allow, err := kubernetes.ParseAllowance(list(in("spec-kubeconfig-allow")))
 	if err != nil {
 		ga.Errorf("input spec-kubeconfig-allow: %v", err)
 		return 2
 	}
-	opts.Clusters = workflow.Clusters{SpecAllow: allow, Setting: "the input spec-kubeconfig-allow"}
+	rts.Clusters = runtimes.Clusters{SpecAllow: allow, Setting: "the input spec-kubeconfig-allow"}
 	if d := in("lease"); d != "" {
 		if opts.Lease, err = time.ParseDuration(d); err != nil {
 			ga.Errorf("input lease: %v", err)
@@ -146,8 +149,8 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		}
 	}
 	if d := in("timeout"); d != "" {
-		if opts.ReadyTimeout, err = time.ParseDuration(d); err == nil {
-			err = checkTimeout(opts.ReadyTimeout)
+		if rts.ReadyTimeout, err = time.ParseDuration(d); err == nil {
+			err = checkTimeout(rts.ReadyTimeout)
 		}
 		if err != nil {
 			ga.Errorf("input timeout: %v", err)
@@ -160,7 +163,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			ga.Errorf("terraform-cli-config: %v", err)
 			return 1
 		}
-		os.Setenv("TF_CLI_CONFIG_FILE", path)
+		rts.Terraform.CLIConfigFile = path
 	}
 	// A fork's pull request is previewed with the credentials given only
 	// when the workflow says so by name: its spec is anyone's.
@@ -182,7 +185,9 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			ga.Errorf("kubeconfig: %v", err)
 			return 1
 		}
-		os.Setenv("KUBECONFIG", path)
+		// The runtimes' fallback, where the workspace and the spec name
+		// none, as $KUBECONFIG would be.
+		rts.Clusters.Kubeconfig = path
 	}
 	if opts.RecordUnchanged, err = strconv.ParseBool(cmp.Or(in("record-unchanged"), "false")); err != nil {
 		ga.Errorf("input record-unchanged: %q is not true or false", in("record-unchanged"))
@@ -191,7 +196,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	maxParallel, _ := strconv.Atoi(in("max-parallel"))
 
 	change := &workflow.Change{
-		Root: root, Command: cmd, Options: opts, MaxParallel: maxParallel,
+		Root: root, Command: cmd, Runner: &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, Options: opts, MaxParallel: maxParallel,
 		Selection: workflow.Selection{Shared: list(in("shared-paths")), Stacks: list(in("stacks"))},
 		Comment:   in("comment"), GitHub: gh, Renderer: renderer, Log: log,
 	}

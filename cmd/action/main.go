@@ -37,6 +37,8 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
+	"github.com/kusionpr/kusionpr/runtime/terraform"
+	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -181,21 +183,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	opts := workflow.Options{
 		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism,
-		ForceConflicts: *force, NoWatch: *noWatch, RecordUnchanged: *record, Logger: log, Origin: localOrigin(string(cmd)),
-		TerraformBinary: *tfBinary, TerraformCache: *tfCache, Lease: *lease,
-		IgnoreFields: list(*ignore), CheckoutRoot: repositoryRoot(*stack),
-		ReadyTimeout: *timeout, Progress: &waitPrinter{w: stderr},
+		NoWatch: *noWatch, RecordUnchanged: *record, Logger: log, Origin: localOrigin(string(cmd)),
+		Lease: *lease, IgnoreFields: list(*ignore), CheckoutRoot: repositoryRoot(*stack),
 	}
-	if err := clusters.apply(&opts); err != nil {
+	rts := runtimes.Factory{
+		ForceConflicts: *force, ReadyTimeout: *timeout, Progress: &waitPrinter{w: stderr},
+		Terraform: terraform.Config{Binary: *tfBinary, CacheDir: *tfCache,
+			AllowProviders: list(*tfProviders), PassEnv: list(*tfEnv), ProviderSettings: list(*tfSettings)},
+	}
+	if err := clusters.apply(&opts, &rts); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
-	opts.TerraformProviders, opts.TerraformEnv = list(*tfProviders), list(*tfEnv)
-	opts.TerraformProviderSettings = list(*tfSettings)
+	runner := &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}
 	if cmd != workflow.Preview && !*yes && !*dryRun {
 		// Show the plan first, then ask; the apply itself re-plans under its lock.
 		opts.DryRun = true
-		r := workflow.RunStack(ctx, cmd, *stack, opts)
+		r := runner.RunStack(ctx, cmd, *stack, opts)
 		if code := printRun(stdout, stderr, renderer, format, r); code != 0 || r.Preview == nil {
 			return code
 		}
@@ -214,11 +218,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return 1
 		}
 		opts.DryRun = false
-		r = workflow.RunStack(ctx, cmd, *stack, opts)
+		r = runner.RunStack(ctx, cmd, *stack, opts)
 		return printRelease(stderr, cmd, r, false)
 	}
 	opts.DryRun = *dryRun
-	r := workflow.RunStack(ctx, cmd, *stack, opts)
+	r := runner.RunStack(ctx, cmd, *stack, opts)
 	code := printRun(stdout, stderr, renderer, format, r)
 	if cmd != workflow.Preview && !*dryRun {
 		// printRun has shown the run's error: once is enough.
@@ -358,7 +362,8 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.Host != "" {
 		who += "@" + o.Host
 	}
-	rel, err := workflow.Unlock(ctx, *stack, workflow.Options{Workspace: *workspace, Backend: *backendURL, CheckoutRoot: repositoryRoot(*stack)}, who, *reason)
+	runner := &workflow.Runner{OpenStore: workflow.OpenStore}
+	rel, err := runner.Unlock(ctx, *stack, workflow.Options{Workspace: *workspace, Backend: *backendURL, CheckoutRoot: repositoryRoot(*stack)}, who, *reason)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
@@ -387,7 +392,9 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := workflow.Options{CheckoutRoot: root, Logger: log}
-	if err := clusters.apply(&opts); err != nil {
+	// The cluster settings are checked as a run would, though generating
+	// reaches no cluster.
+	if err := clusters.apply(&opts, &runtimes.Factory{}); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}

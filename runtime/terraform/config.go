@@ -41,7 +41,12 @@ type Config struct {
 	// one ("aws.endpoints"), "type.*", or "*" for all. The rest is the
 	// operator's: credentials, profiles, roles, files, exec blocks.
 	ProviderSettings []string
-	Logger           *slog.Logger
+	// CLIConfigFile is the Terraform CLI configuration file terraform and
+	// tofu read (TF_CLI_CONFIG_FILE), over the one our environment names:
+	// the operator's, handed over as a value rather than through the
+	// process environment. Empty: TF_CLI_CONFIG_FILE, else ~/.terraformrc.
+	CLIConfigFile string
+	Logger        *slog.Logger
 }
 
 // ErrNoBinary is returned when no terraform or tofu executable can be found.
@@ -158,6 +163,9 @@ func (c Config) environ() map[string]string {
 		if !managedByExec(k) {
 			env[k] = v
 		}
+	}
+	if c.CLIConfigFile != "" {
+		env["TF_CLI_CONFIG_FILE"] = c.CLIConfigFile
 	}
 	env["TF_PLUGIN_CACHE_DIR"] = c.PluginCacheDir
 	env["CHECKPOINT_DISABLE"] = "1"

@@ -215,9 +215,34 @@ func TestEnviron(t *testing.T) {
 	if env := (Config{PassEnv: []string{"AWS_SECRET_ACCESS_KEY"}}).environ(); env["AWS_SECRET_ACCESS_KEY"] != "canary-aws-secret" {
 		t.Errorf("a variable the operator named is not passed")
 	}
+	// The operator's CLI configuration, given as a value, is the one
+	// terraform reads, over our environment's.
+	if env := (Config{CLIConfigFile: "/operator/tfrc"}).environ(); env["TF_CLI_CONFIG_FILE"] != "/operator/tfrc" {
+		t.Errorf("TF_CLI_CONFIG_FILE = %q, want the configured /operator/tfrc", env["TF_CLI_CONFIG_FILE"])
+	}
 	for _, bad := range []string{"AWS_[", "", "A=B"} {
 		if err := (Config{PassEnv: []string{bad}}).CheckSettings(); err == nil || !strings.Contains(err.Error(), EnvSetting) {
 			t.Errorf("PassEnv %q: %v, want an error naming the setting", bad, err)
 		}
+	}
+}
+
+// TestCLIConfigFileAllowsItsMirrors: the CLI configuration given as
+// Config.CLIConfigFile is the one whose mirrors Validate allows, whatever
+// TF_CLI_CONFIG_FILE says.
+func TestCLIConfigFileAllowsItsMirrors(t *testing.T) {
+	mirror := mirrorDir(t, "example.com/acme/thing")
+	rc := filepath.Join(t.TempDir(), "terraformrc")
+	if err := os.WriteFile(rc, []byte("provider_installation {\n  filesystem_mirror {\n    path = \""+mirror+"\"\n  }\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TF_CLI_CONFIG_FILE", filepath.Join(t.TempDir(), "missing"))
+	res := model.Resource{ID: "hashicorp:thing:thing:x", Type: model.Terraform, Attributes: map[string]any{},
+		Extensions: map[string]any{"provider": "example.com/acme/thing/1.0.0", "resourceType": "thing"}}
+	if err := Validate(Config{}, model.Resources{res}); err == nil {
+		t.Fatal("a provider no configuration mirrors passed")
+	}
+	if err := Validate(Config{CLIConfigFile: rc}, model.Resources{res}); err != nil {
+		t.Errorf("the provider the configured CLI configuration mirrors is refused: %v", err)
 	}
 }

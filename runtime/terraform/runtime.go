@@ -283,7 +283,16 @@ func (r *Runtime) target(res model.Resource) (target, error) {
 // guard reads what the configuration allows a spec: provider sources and
 // provider arguments.
 func (r *Runtime) guard() (err error) {
-	if r.allowed, err = newProviderAllowlist(r.cfg.AllowProviders, cliConfigFiles(os.Getenv)); err != nil {
+	getenv := os.Getenv
+	if f := r.cfg.CLIConfigFile; f != "" {
+		getenv = func(k string) string {
+			if k == "TF_CLI_CONFIG_FILE" {
+				return f
+			}
+			return os.Getenv(k)
+		}
+	}
+	if r.allowed, err = newProviderAllowlist(r.cfg.AllowProviders, cliConfigFiles(getenv)); err != nil {
 		return err
 	}
 	r.settings, err = parseProviderSettings(r.cfg.ProviderSettings)

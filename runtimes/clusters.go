@@ -1,4 +1,4 @@
-package workflow
+package runtimes
 
 import (
 	"errors"
@@ -15,11 +15,16 @@ import (
 // order: the kubeconfig Kubeconfigs names for the stack's workspace; else
 // the one the spec's context names (KUBECONFIG_CONTENT or KUBECONFIG_PATH),
 // if SpecAllow permits what it brings; else the process's own ($KUBECONFIG,
-// ~/.kube/config), else the pod's ServiceAccount.
+// ~/.kube/config) unless Kubeconfig names the operator's, else the pod's
+// ServiceAccount.
 type Clusters struct {
 	// Kubeconfigs maps a workspace to the kubeconfig file its stacks use,
 	// whatever their spec's context says.
 	Kubeconfigs map[string]string
+	// Kubeconfig is the operator's kubeconfig file for the stacks neither
+	// Kubeconfigs nor their spec gives one (the action's input kubeconfig),
+	// handed over as a value rather than through $KUBECONFIG.
+	Kubeconfig string
 	// SpecAllow is what a spec's kubeconfig may bring beyond a server and
 	// inline credentials; nothing by default.
 	SpecAllow kubernetes.Allowance
@@ -48,16 +53,9 @@ func (c Clusters) kubernetesConfig(st *project.Stack, workspace string, spec *mo
 		return cfg, fmt.Errorf("stack %s: %w", st.Path, err)
 	}
 	if !ok {
-		cfg = kubernetes.Config{ForceConflicts: true}
+		cfg = kubernetes.Config{Kubeconfig: c.Kubeconfig, ForceConflicts: true}
 	}
 	return cfg, nil
-}
-
-func (o Options) logger() *slog.Logger {
-	if o.Logger != nil {
-		return o.Logger
-	}
-	return slog.New(slog.DiscardHandler)
 }
 
 // ParseKubeconfigs reads the operator's WORKSPACE=FILE pairs (comma- or

@@ -1,4 +1,4 @@
-package workflow
+package runtimes
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
+	"github.com/kusionpr/kusionpr/workflow"
 )
 
 // TestSpecKubeconfigRefusedBeforeAnything: a stack whose spec's context
@@ -43,9 +44,11 @@ context:
 		}
 	}
 	store := filepath.Join(t.TempDir(), "releases")
-	opts := Options{Backend: "file://" + store, CheckoutRoot: checkout, Clusters: Clusters{Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}}
+	opts := workflow.Options{Backend: "file://" + store, CheckoutRoot: checkout}
+	f := &Factory{Clusters: Clusters{Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}}
+	runner := &workflow.Runner{Runtimes: f}
 
-	run := RunStack(context.Background(), Preview, stack, opts)
+	run := runner.RunStack(context.Background(), workflow.Preview, stack, opts)
 	want := "stack " + stack + `: spec context KUBECONFIG_CONTENT: user "evil": exec (a credential plugin: it would run a command on the runner) is not allowed in a spec; the operator allows it by adding exec to KUSIONPR_SPEC_KUBECONFIG_ALLOW`
 	if run.Err == nil || run.Err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", run.Err, want)
@@ -59,23 +62,23 @@ context:
 	operator := filepath.Join(t.TempDir(), "kubeconfig")
 	os.WriteFile(operator, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"+
 		"users: [{name: op, user: {token: operator-token}}]\ncontexts: [{name: x, context: {cluster: c, user: op}}]\ncurrent-context: x\n"), 0o600)
-	opts.Clusters.Kubeconfigs = map[string]string{"default": operator}
-	run = RunStack(context.Background(), Preview, stack, opts)
+	f.Clusters.Kubeconfigs = map[string]string{"default": operator}
+	run = runner.RunStack(context.Background(), workflow.Preview, stack, opts)
 	if run.Err == nil || strings.Contains(run.Err.Error(), "not allowed in a spec") || !strings.Contains(run.Err.Error(), "127.0.0.1:1") {
 		t.Errorf("with the operator's kubeconfig: %v; want a failure to reach its cluster", run.Err)
 	}
 
 	// Allowed, the plugin would run (it fails to give a credential here,
 	// which does not matter): the allowance is what stood in its way.
-	opts.Clusters.Kubeconfigs = nil
-	opts.Clusters.SpecAllow = kubernetes.Allowance{Exec: true}
-	RunStack(context.Background(), Preview, stack, opts)
+	f.Clusters.Kubeconfigs = nil
+	f.Clusters.SpecAllow = kubernetes.Allowance{Exec: true}
+	runner.RunStack(context.Background(), workflow.Preview, stack, opts)
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("with exec allowed the plugin did not run (%v): the test would not see it run when refused either", err)
 	}
 	os.Remove(marker)
-	opts.Clusters.SpecAllow = kubernetes.Allowance{}
-	RunStack(context.Background(), Preview, stack, opts)
+	f.Clusters.SpecAllow = kubernetes.Allowance{}
+	runner.RunStack(context.Background(), workflow.Preview, stack, opts)
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the refused plugin ran")
 	}
