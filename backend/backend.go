@@ -215,6 +215,11 @@ func DefaultURL() string {
 	if err != nil {
 		dir = ".kusion"
 	}
+	return FolderURL(dir)
+}
+
+// FolderURL is the file:// URL of the folder dir, made absolute.
+func FolderURL(dir string) string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,18 +18,10 @@ import (
 // event is the part of GitHub's pull_request and issue_comment payloads the
 // bot reads.
 type event struct {
-	Action      string `json:"action"`
-	Number      int    `json:"number"`
-	PullRequest *struct {
-		Number         int        `json:"number"`
-		Merged         bool       `json:"merged"`
-		MergeCommitSHA string     `json:"merge_commit_sha"`
-		MergedBy       *user      `json:"merged_by"`
-		MergedAt       *time.Time `json:"merged_at"`
-		Base           struct {
-			Ref string `json:"ref"`
-		} `json:"base"`
-	} `json:"pull_request"`
+	Action string `json:"action"`
+	Number int    `json:"number"`
+	// The pull request of a pull_request event is read as the action
+	// reads its event file (githubapi.ParsePullRequestEvent).
 	Issue *struct {
 		Number      int       `json:"number"`
 		PullRequest *struct{} `json:"pull_request"`
@@ -90,25 +83,26 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 		b.log.Info("repository not allowed", "repository", ev.Repository.FullName)
 		return "ignored", nil
 	}
+	var pr *githubapi.PullRequest
+	if d.Event == "pull_request" {
+		var err error
+		if pr, err = githubapi.ParsePullRequestEvent(d.Body); err != nil {
+			return "", fmt.Errorf("malformed %s payload: %v", d.Event, err)
+		}
+	}
 	j := job{installation: ev.Installation.ID, owner: ev.Repository.Owner.Login, repo: ev.Repository.Name, repoID: ev.Repository.ID}
 	switch {
-	case d.Event == "pull_request" && ev.Action == "closed" && ev.PullRequest != nil && ev.PullRequest.Merged:
-		if ev.PullRequest.Base.Ref != ev.Repository.DefaultBranch {
+	case d.Event == "pull_request" && ev.Action == "closed" && pr != nil && pr.Merged:
+		if pr.BaseRef != ev.Repository.DefaultBranch {
 			// What is deployed follows the default branch; a merge into
 			// another branch is not a release.
 			b.log.Info("merge into a branch other than the default ignored", "repository", ev.Repository.FullName,
-				"pullRequest", ev.PullRequest.Number, "base", ev.PullRequest.Base.Ref)
+				"pullRequest", pr.Number, "base", pr.BaseRef)
 			return "ignored", nil
 		}
-		j.number, j.sha, j.afterMerge = ev.PullRequest.Number, ev.PullRequest.MergeCommitSHA, true
-		if ev.PullRequest.MergedAt != nil {
-			j.mergedAt = *ev.PullRequest.MergedAt
-		}
+		j.number, j.sha, j.afterMerge, j.mergedAt = pr.Number, pr.MergeCommitSHA, true, pr.MergedAt
 		j.command = chatops.Command{Verb: chatops.Apply}
-		j.actor = ev.Sender.Login
-		if ev.PullRequest.MergedBy != nil {
-			j.actor = ev.PullRequest.MergedBy.Login
-		}
+		j.actor = cmp.Or(pr.MergedBy, ev.Sender.Login)
 	case d.Event == "issue_comment" && ev.Action == "created" && ev.Issue != nil && ev.Issue.PullRequest != nil && ev.Comment != nil:
 		if ev.Comment.User.Type == "Bot" || strings.HasSuffix(ev.Comment.User.Login, "[bot]") {
 			return "ignored", nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v60/github"
 )
@@ -22,6 +23,11 @@ type PullRequest struct {
 	HeadRepo, BaseRepo     string
 	Merged, Draft          bool
 	Author                 string
+	// MergeCommitSHA, MergedAt and MergedBy say how a merged pull request
+	// was merged: the commit on the base, when, by whom.
+	MergeCommitSHA string
+	MergedAt       time.Time
+	MergedBy       string
 }
 
 // Fork reports whether the head comes from another repository than the
@@ -42,6 +48,7 @@ func pullRequestOf(pr *github.PullRequest) PullRequest {
 		HeadRepoID: pr.GetHead().GetRepo().GetID(), BaseRepoID: pr.GetBase().GetRepo().GetID(),
 		HeadRepo: pr.GetHead().GetRepo().GetFullName(), BaseRepo: pr.GetBase().GetRepo().GetFullName(),
 		Merged: pr.GetMerged(), Draft: pr.GetDraft(), Author: pr.GetUser().GetLogin(),
+		MergeCommitSHA: pr.GetMergeCommitSHA(), MergedAt: pr.GetMergedAt().Time, MergedBy: pr.GetMergedBy().GetLogin(),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kusionpr/kusionpr/engine/generate"
 	"github.com/kusionpr/kusionpr/engine/generate/builtin"
+	"github.com/kusionpr/kusionpr/engine/generate/module"
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/model"
 )
@@ -22,5 +23,8 @@ func StackSpec(ctx context.Context, st *project.Stack, workspace string, opts Op
 		return st.Spec()
 	}
 	g := &generate.Generator{Builtins: builtin.Modules(), ModuleEnv: opts.ModuleEnv, Logger: opts.Logger}
+	if opts.KusionHome != "" {
+		g.ModuleHome = module.HomeIn(opts.KusionHome)
+	}
 	return g.Stack(ctx, st, workspace)
 }

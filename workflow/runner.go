@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"time"
 
 	"github.com/kusionpr/kusionpr/backend"
@@ -78,6 +79,10 @@ type Options struct {
 	// a spec's context names must lie in it. Empty: a stack on one's own
 	// machine (see project.LoadStack).
 	CheckoutRoot string
+	// KusionHome is Kusion's folder (its config.yaml, the default release
+	// folder, module binaries); empty: as Kusion finds it
+	// (internal/kusionhome: $KUSION_HOME, else .kusion in the user's home).
+	KusionHome string
 	// ModuleEnv names variables of this process's environment that Kusion
 	// module binaries get besides the few every program needs
 	// (module.Environ); they get nothing else of it.
@@ -267,7 +272,11 @@ func OpenStore(ctx context.Context, opts Options) (store *backend.Store, where s
 		store, err = backend.Open(ctx, opts.Backend)
 		where = opts.Backend
 	default:
-		cfg, ok, cerr := backend.CurrentKusionBackend(backend.KusionConfigFile())
+		cfgFile, folder := backend.KusionConfigFile(), backend.DefaultURL()
+		if opts.KusionHome != "" {
+			cfgFile, folder = filepath.Join(opts.KusionHome, "config.yaml"), backend.FolderURL(opts.KusionHome)
+		}
+		cfg, ok, cerr := backend.CurrentKusionBackend(cfgFile)
 		if cerr != nil {
 			return nil, "", cerr
 		}
@@ -275,7 +284,7 @@ func OpenStore(ctx context.Context, opts Options) (store *backend.Store, where s
 			store, err = backend.OpenConfig(ctx, cfg)
 			where = "the Kusion configuration's " + cfg.Type + " backend"
 		} else {
-			where = backend.DefaultURL()
+			where = folder
 			store, err = backend.Open(ctx, where)
 		}
 	}

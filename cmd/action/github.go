@@ -42,15 +42,6 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		ga.Errorf("%v", err)
 		return 1
 	}
-	// A Docker action runs as the image's user, whose home is the
-	// container's own and is gone when the step ends; GitHub maps the
-	// runner's home at $HOME (/github/home) for what should outlive it.
-	// Kusion's folder (its config.yaml, the default release folder, module
-	// binaries) is there, as it was before the user's home came from the
-	// password database (internal/kusionhome).
-	if home := os.Getenv("HOME"); os.Getenv("KUSION_HOME") == "" && home != "" {
-		os.Setenv("KUSION_HOME", filepath.Join(home, ".kusion"))
-	}
 	in := func(name string) string { return strings.TrimSpace(ga.GetInput(name)) }
 	token := in("github-token")
 	kubeconfig := in("kubeconfig")
@@ -132,6 +123,14 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		Workspace: in("workspace"), Backend: in("backend"), Logger: log,
 		Origin:       &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command, Repository: jobRepository(ga, gctx)},
 		IgnoreFields: list(in("ignore-fields")), CheckoutRoot: workspace, ModuleEnv: list(in("module-env")),
+	}
+	// A Docker action runs as the image's user, whose home is the
+	// container's own and is gone when the step ends; GitHub maps the
+	// runner's home at $HOME (/github/home) for what should outlive it.
+	// Kusion's folder (its config.yaml, the default release folder, module
+	// binaries) is there unless KUSION_HOME says otherwise.
+	if home := os.Getenv("HOME"); os.Getenv("KUSION_HOME") == "" && home != "" {
+		opts.KusionHome = filepath.Join(home, ".kusion")
 	}
 	rts := runtimes.Factory{ForceConflicts: true, Terraform: terraform.Config{
 		AllowProviders: list(in("terraform-providers")), PassEnv: list(in("terraform-env")), ProviderSettings: list(in("terraform-provider-settings")),

@@ -34,6 +34,15 @@ func Home() (string, error) {
 	return filepath.Join(dir, "modules"), nil
 }
 
+// HomeIn is Home for Kusion's folder kusionHome: $KUSION_MODULE_PATH if
+// set, else its modules folder.
+func HomeIn(kusionHome string) string {
+	if p := os.Getenv("KUSION_MODULE_PATH"); p != "" {
+		return p
+	}
+	return filepath.Join(kusionHome, "modules")
+}
+
 // Find locates the binary of the module registered in a workspace with path
 // and version, under home (Home() when empty).
 //
