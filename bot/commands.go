@@ -103,8 +103,8 @@ func (b *Bot) handlers() map[chatops.Verb]func(context.Context, *command) {
 	}
 }
 
-// run does one job; every refusal and failure is answered on the pull request.
-func (b *Bot) run(ctx context.Context, j job) {
+// handle does one job; every refusal and failure is answered on the pull request.
+func (b *Bot) handle(ctx context.Context, j job) {
 	log := b.log.With("repository", j.owner+"/"+j.repo, "pullRequest", j.number, "command", j.command.Verb, "actor", j.actor)
 	gh, err := b.client(j.installation, j.owner, j.repo)
 	if err != nil {
@@ -200,7 +200,7 @@ func (b *Bot) canWrite(ctx context.Context, c *command) bool {
 
 // checkout reads the pull request, pins the commit the command runs at
 // and unpacks it; gated, an apply before merge first passes the gates and
-// after the checkout finds the head where it was. b.run removes the
+// after the checkout finds the head where it was. b.handle removes the
 // checkout when the command is done.
 func (b *Bot) checkout(ctx context.Context, c *command, gated bool) bool {
 	pr, err := c.gh.PullRequestDetail(ctx, c.j.number)

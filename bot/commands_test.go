@@ -185,7 +185,7 @@ func TestCommandRules(t *testing.T) {
 			if tc.afterMerge {
 				j.commentID, j.sha = 0, "3333333333333333333333333333333333333333"
 			}
-			b.run(context.Background(), j)
+			b.handle(context.Background(), j)
 
 			did := ""
 			switch {

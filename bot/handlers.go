@@ -136,7 +136,7 @@ func (b *Bot) enqueue(j job) bool {
 	if j.commentID != 0 {
 		key += fmt.Sprintf(":%d", j.commentID)
 	}
-	return b.q.add(b.base, key, func(ctx context.Context) { b.run(ctx, j) })
+	return b.q.add(b.base, key, func(ctx context.Context) { b.handle(ctx, j) })
 }
 
 // checkoutRefusal says why the repository at ref was not checked out,

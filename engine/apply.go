@@ -55,7 +55,7 @@ func (e *Engine) Apply(ctx context.Context, st Stack, opts ApplyOptions) (*Resul
 	if st.Spec == nil {
 		return nil, fmt.Errorf("apply %s: no spec", st.Stack)
 	}
-	return e.run(ctx, st, model.PhaseApplying, opts)
+	return e.operate(ctx, st, model.PhaseApplying, opts)
 }
 
 // Destroy deletes every resource the latest release holds, dependents first,
@@ -63,10 +63,10 @@ func (e *Engine) Apply(ctx context.Context, st Stack, opts ApplyOptions) (*Resul
 // destroyed.
 func (e *Engine) Destroy(ctx context.Context, st Stack, opts ApplyOptions) (*Result, error) {
 	st.Spec = &model.Spec{}
-	return e.run(ctx, st, model.PhaseDestroying, opts)
+	return e.operate(ctx, st, model.PhaseDestroying, opts)
 }
 
-func (e *Engine) run(ctx context.Context, st Stack, phase model.Phase, opts ApplyOptions) (*Result, error) {
+func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts ApplyOptions) (*Result, error) {
 	if opts.DryRun {
 		p, err := e.Preview(ctx, st)
 		if err != nil {

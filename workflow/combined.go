@@ -32,8 +32,8 @@ func (c *Change) lines(out *Outcome, sections bool) []report.StackLine {
 	lines := make([]report.StackLine, 0, len(out.Stacks))
 	for _, so := range out.Stacks {
 		l := report.StackLine{Dir: so.Dir, Summary: so.Summary, Failed: so.Err != nil, Skipped: so.Skipped != ""}
-		if c.Command != Preview && so.Run != nil {
-			l.Release, l.Unchanged = so.Run.Release, so.Run.Unchanged
+		if c.Command != Preview && so.Result != nil {
+			l.Release, l.Unchanged = so.Result.Release, so.Result.Unchanged
 		}
 		s := so.Summary
 		if sections && so.Markdown != "" && (l.Failed || s.Create+s.Update+s.Delete+s.Drift > 0) {

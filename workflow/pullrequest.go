@@ -30,7 +30,7 @@ type GitHub interface {
 
 // StackRunner runs a command on one stack; *Runner is the implementation.
 type StackRunner interface {
-	RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run
+	RunStack(ctx context.Context, cmd Command, dir string, opts Options) *StackResult
 }
 
 // Change is one pull request's work: which stacks it touches, what to do with
@@ -78,7 +78,7 @@ type Change struct {
 type StackOutcome struct {
 	Dir     string
 	Deleted bool
-	Run     *Run
+	Result  *StackResult
 	Summary engine.Summary
 	// Markdown is the whole comment, before splitting (for the job summary).
 	Markdown string
@@ -178,7 +178,7 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 		if so.Summary.Create+so.Summary.Update+so.Summary.Delete > 0 {
 			out.Changed = true
 		}
-		if so.Summary.Errors > 0 || (so.Err != nil && (so.Run == nil || so.Run.Preview == nil)) {
+		if so.Summary.Errors > 0 || (so.Err != nil && (so.Result == nil || so.Result.Preview == nil)) {
 			out.Complete = false
 		}
 	}
@@ -271,7 +271,7 @@ func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 	}
 	log.Info("running", "operation", cmd, "dryRun", opts.DryRun)
 	run := c.Runner.RunStack(ctx, cmd, filepath.Join(c.Root, filepath.FromSlash(st.Dir)), opts)
-	so.Run, so.Err = run, c.relative(run.Err)
+	so.Result, so.Err = run, c.relative(run.Err)
 	if run.Skipped != "" {
 		log.Info("skipped", "reason", run.Skipped)
 		so.Skipped = run.Skipped
@@ -426,10 +426,10 @@ func (c *Change) title(so *StackOutcome) string {
 		return "preview failed: " + firstLine(so.Err.Error())
 	case so.Err != nil:
 		return c.kind() + " failed: " + firstLine(so.Err.Error())
-	case so.Run != nil && so.Run.Unchanged && c.Command != Preview:
+	case so.Result != nil && so.Result.Unchanged && c.Command != Preview:
 		return "nothing to " + string(c.Command) + ", no release written: " + t
-	case so.Run != nil && so.Run.Release != nil && c.Command != Preview:
-		return fmt.Sprintf("release %d %s: %s", so.Run.Release.Revision, so.Run.Release.Phase, t)
+	case so.Result != nil && so.Result.Release != nil && c.Command != Preview:
+		return fmt.Sprintf("release %d %s: %s", so.Result.Release.Revision, so.Result.Release.Phase, t)
 	}
 	return t
 }

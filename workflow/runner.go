@@ -53,7 +53,7 @@ type Options struct {
 	NoWatch     bool
 	// RecordUnchanged writes a release for an apply or destroy that has
 	// nothing to change, as an audit trail of every run; by default such a
-	// run writes none (engine.ApplyOptions.SkipUnchanged) and Run.Unchanged
+	// run writes none (engine.ApplyOptions.SkipUnchanged) and StackResult.Unchanged
 	// says so.
 	RecordUnchanged bool
 	// Lease is how long a running release holds its stack without a sign of
@@ -90,8 +90,8 @@ type Options struct {
 	Logger    *slog.Logger
 }
 
-// Run is the outcome of one command on one stack.
-type Run struct {
+// StackResult is the outcome of one command on one stack.
+type StackResult struct {
 	Stack *project.Stack
 	// Workspace is the one the stack ran with.
 	Workspace string
@@ -153,8 +153,8 @@ func (r *Runner) openStore(ctx context.Context, opts Options) (*backend.Store, s
 }
 
 // RunStack loads the stack in dir and runs cmd on it.
-func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Options) *Run {
-	run := &Run{}
+func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Options) *StackResult {
+	run := &StackResult{}
 	st, err := project.LoadStack(opts.CheckoutRoot, dir)
 	if err != nil && cmd == Destroy && errors.Is(err, fs.ErrNotExist) {
 		st, err = project.DeletedStack(opts.CheckoutRoot, dir)

@@ -240,7 +240,7 @@ func newFlags(stderr io.Writer) *flag.FlagSet {
 }
 
 // printRun writes the preview (if there is one) and the error of a run.
-func printRun(stdout, stderr io.Writer, r *report.Renderer, f report.Format, run *workflow.Run) int {
+func printRun(stdout, stderr io.Writer, r *report.Renderer, f report.Format, run *workflow.StackResult) int {
 	code, rendered := 0, false
 	if run.Preview != nil {
 		if err := r.Render(stdout, f, run.Preview, run.Err); err != nil {
@@ -270,7 +270,7 @@ var listedIn = map[report.Format]string{
 // lines are not repeated, stderr says how many and where they are, so a
 // reader meets each error once (and one piping stdout to a file still
 // learns why the command failed).
-func runError(run *workflow.Run, f report.Format, rendered bool) string {
+func runError(run *workflow.StackResult, f report.Format, rendered bool) string {
 	msg := model.MaskFingerprints(run.Err.Error())
 	if !rendered || run.Preview == nil || !run.Preview.Incomplete() {
 		return msg
@@ -307,7 +307,7 @@ func unchangedLine(cmd workflow.Command, p *engine.Preview) string {
 
 // printRelease says where the release went and how it ended, and the
 // run's error unless errShown (printRun wrote it already).
-func printRelease(stderr io.Writer, cmd workflow.Command, run *workflow.Run, errShown bool) int {
+func printRelease(stderr io.Writer, cmd workflow.Command, run *workflow.StackResult, errShown bool) int {
 	if run.Unchanged && run.Preview != nil {
 		fmt.Fprintln(stderr, unchangedLine(cmd, run.Preview))
 	}
