@@ -108,7 +108,6 @@ func (c *Change) reportOverview(ctx context.Context, out *Outcome) {
 // each, and one check run. As with a stack's own reports, each of the two
 // says when the other could not be made.
 func (c *Change) reportCombined(ctx context.Context, out *Outcome) {
-	log := c.log()
 	key := c.combinedKey()
 	note := ""
 	if c.Comment != "combined" {
@@ -125,46 +124,15 @@ func (c *Change) reportCombined(ctx context.Context, out *Outcome) {
 		out.Err = errors.Join(out.Err, err)
 		return
 	}
-	var urls []string
-	var commentErr, checkErr error
-	if c.Number > 0 && c.commentsCombined(out) {
-		urls, err = c.GitHub.Publish(ctx, c.Number, key, c.splitCombined(key, body))
-		if err != nil {
-			log.Error("publishing the combined comment failed", "error", err)
-			commentErr = fmt.Errorf("posting the comment of the pull request: %w", err)
-		}
-	}
-	ck := c.overviewCheckRun(out, summary)
-	if commentErr != nil {
-		ck.Conclusion = "failure"
-		ck.Title = "comment not posted; " + ck.Title
-		ck.Summary = withNote("\n"+summary, unreportedNote("The comment of this pull request could not be posted", commentErr))
-	}
-	if len(urls) > 0 {
-		ck.DetailsURL = urls[0]
-	}
-	checkSet := c.SHA == ""
-	if c.SHA != "" {
-		if err := c.GitHub.SetCheck(ctx, c.SHA, ck); err != nil {
-			log.Error("setting the check failed", "error", err)
-			checkErr = fmt.Errorf("setting the check run %q: %w", ck.Name, err)
-		} else {
-			checkSet = true
-		}
-	}
-	if checkErr != nil && len(urls) > 0 {
-		note := unreportedNote("The check run "+mdsafe.Code(ck.Name)+" could not be set, so the pull request's checks do not show these stacks", checkErr)
-		if u, err := c.GitHub.Publish(ctx, c.Number, key, c.splitCombined(key, withNote(body, note))); err != nil {
-			log.Error("noting the missing check in the comment failed", "error", err)
-			out.Err = errors.Join(out.Err, fmt.Errorf("noting the missing check run in the comment of the pull request: %w", err))
-		} else {
-			urls = u
-		}
-	}
-	out.Err = errors.Join(out.Err, commentErr, checkErr)
+	r := c.publish(ctx, c.log(), reportPair{
+		key: key, body: body, split: func(body string) []string { return c.splitCombined(key, body) },
+		comment: c.commentsCombined(out), check: c.overviewCheckRun(out, summary),
+		of: "the pull request", this: "this pull request", shown: "these stacks",
+	})
+	out.Err = errors.Join(out.Err, r.err)
 	for _, so := range out.Stacks {
-		so.Comments = urls
-		if (commentErr != nil || checkErr != nil) && len(urls) == 0 && !checkSet && so.Skipped == "" {
+		so.Comments = r.urls
+		if r.unreported && so.Skipped == "" {
 			so.Unreported = true
 			out.Unreported = append(out.Unreported, so.Dir)
 		}

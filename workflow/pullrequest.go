@@ -305,60 +305,18 @@ func (c *Change) report(ctx context.Context, so *StackOutcome) {
 	if so.Skipped != "" || so.Markdown == "" {
 		return
 	}
-	st, body := so, so.Markdown
-	log := c.log().With("stack", st.Dir)
-	key := c.key(st.Dir)
-	parts := c.split(key, st.Dir, body)
-	// Each of the stack's two reports says when the other failed, so a
-	// refused request never leaves a stack with no visible result.
-	title := c.title(so)
-	var commentErr, checkErr error
-	if c.Number > 0 && c.comments(so) {
-		urls, err := c.GitHub.Publish(ctx, c.Number, key, parts)
-		if err != nil {
-			log.Error("publishing the comment failed", "error", err)
-			commentErr = fmt.Errorf("posting the comment of stack %s: %w", st.Dir, err)
-			so.Err = errors.Join(so.Err, commentErr)
-		}
-		so.Comments = urls
-	}
-	urls := so.Comments
-
-	ck := githubapi.Check{Name: "kusion/" + c.kind() + ": " + st.Dir, Conclusion: "success", Title: title}
+	key := c.key(so.Dir)
+	ck := githubapi.Check{Name: "kusion/" + c.kind() + ": " + so.Dir, Conclusion: "success", Title: c.title(so), Summary: so.Markdown}
 	if so.Err != nil {
 		ck.Conclusion = "failure"
 	}
-	ck.Summary = body
-	if commentErr != nil {
-		ck.Title = "comment not posted; " + title
-		ck.Summary = withNote(body, unreportedNote("The comment of this stack could not be posted", commentErr))
-	}
-	if len(urls) > 0 {
-		ck.DetailsURL = urls[0]
-	}
-	checkSet := false
-	if c.SHA != "" {
-		if err := c.GitHub.SetCheck(ctx, c.SHA, ck); err != nil {
-			log.Error("setting the check failed", "error", err)
-			checkErr = fmt.Errorf("setting the check run %q: %w", ck.Name, err)
-			so.Err = errors.Join(so.Err, checkErr)
-		} else {
-			checkSet = true
-		}
-	}
-	if checkErr != nil && len(so.Comments) > 0 {
-		// The comment is edited in place to say its check is missing:
-		// the checks of the head would otherwise show nothing of it.
-		note := unreportedNote("The check run "+mdsafe.Code(ck.Name)+" could not be set, so the pull request's checks do not show this stack", checkErr)
-		parts := c.split(key, st.Dir, withNote(body, note))
-		if urls, err := c.GitHub.Publish(ctx, c.Number, key, parts); err != nil {
-			log.Error("noting the missing check in the comment failed", "error", err)
-			so.Err = errors.Join(so.Err, fmt.Errorf("noting the missing check run in the comment of stack %s: %w", st.Dir, err))
-		} else {
-			so.Comments = urls
-		}
-	}
-	so.Unreported = (commentErr != nil || checkErr != nil) && len(so.Comments) == 0 && !checkSet
+	r := c.publish(ctx, c.log().With("stack", so.Dir), reportPair{
+		key: key, body: so.Markdown, split: func(body string) []string { return c.split(key, so.Dir, body) },
+		comment: c.comments(so), check: ck,
+		of: "stack " + so.Dir, this: "this stack", shown: "this stack",
+	})
+	so.Comments, so.Unreported = r.urls, r.unreported
+	so.Err = errors.Join(so.Err, r.err)
 }
 
 // split cuts a stack's report into comments, on Markdown boundaries.
@@ -372,18 +330,6 @@ func (c *Change) split(key, dir, body string) []string {
 		Footer:    func(i, n int) string { return fmt.Sprintf("\n\n*Continued in the next comment (%d of %d).*", i+1, n) },
 		Truncated: "\n\n> [!NOTE]\n> This preview is too long for comments: the rest is in the workflow run's job summary.",
 	})
-}
-
-// withNote puts note under the report's first line, its hidden marker.
-func withNote(body, note string) string {
-	marker, rest, _ := strings.Cut(body, "\n")
-	return marker + "\n" + note + rest
-}
-
-// unreportedNote is a caution at the top of a stack's report saying which
-// of its two reports GitHub refused, and why.
-func unreportedNote(what string, err error) string {
-	return "> [!CAUTION]\n> " + what + ":\n\n" + mdsafe.Fence("text", model.MaskFingerprints(err.Error())) + "\n\n"
 }
 
 // comments says whether the stack's comment is published: on-change keeps
