@@ -19,7 +19,6 @@ import (
 // bot reads.
 type event struct {
 	Action string `json:"action"`
-	Number int    `json:"number"`
 	// The pull request of a pull_request event is read as the action
 	// reads its event file (githubapi.ParsePullRequestEvent).
 	Issue *struct {

@@ -53,28 +53,40 @@ type overviewView struct {
 	Stacks          []overviewLine
 	Tables          [][]overviewLine
 	Failed, Changed bool
-	Count           struct{ Changed, Drifted, Failed, Unchanged, Skipped int }
+	Count           Count
+}
+
+// Count sorts the stacks of a run by outcome, each counted once: failed,
+// else skipped, else with changes, else drifted, else unchanged.
+type Count struct{ Changed, Drifted, Failed, Unchanged, Skipped int }
+
+// Tally counts stacks as an overview shows them, so that a check run's
+// title and the comment's counts agree.
+func Tally(stacks []StackLine) Count {
+	var c Count
+	for _, s := range stacks {
+		switch {
+		case s.Failed:
+			c.Failed++
+		case s.Skipped:
+			c.Skipped++
+		case s.Summary.Create+s.Summary.Update+s.Summary.Delete > 0:
+			c.Changed++
+		case s.Summary.Drift > 0:
+			c.Drifted++
+		default:
+			c.Unchanged++
+		}
+	}
+	return c
 }
 
 // Overview renders the stacks of one run as a table with a line each, then
 // a section for each stack with a Body.
 func (r *Renderer) Overview(stacks []StackLine, opts OverviewOptions) (string, error) {
-	v := overviewView{OverviewOptions: opts}
+	v := overviewView{OverviewOptions: opts, Count: Tally(stacks)}
 	for _, s := range stacks {
-		l := overviewLine{StackLine: s, Result: result(s, opts.Apply)}
-		switch {
-		case s.Failed:
-			v.Count.Failed++
-		case s.Skipped:
-			v.Count.Skipped++
-		case s.Summary.Create+s.Summary.Update+s.Summary.Delete > 0:
-			v.Count.Changed++
-		case s.Summary.Drift > 0:
-			v.Count.Drifted++
-		default:
-			v.Count.Unchanged++
-		}
-		v.Stacks = append(v.Stacks, l)
+		v.Stacks = append(v.Stacks, overviewLine{StackLine: s, Result: result(s, opts.Apply)})
 	}
 	v.Failed, v.Changed = v.Count.Failed > 0, v.Count.Changed > 0
 	for i := 0; i < len(v.Stacks); i += overviewRows {

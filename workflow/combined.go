@@ -54,23 +54,14 @@ func (c *Change) overview(out *Outcome, marker, note string, sections bool) (str
 // overviewCheckRun is the check run summing up out, with summary as its
 // text.
 func (c *Change) overviewCheckRun(out *Outcome, summary string) githubapi.Check {
-	failed, changed := 0, 0
-	for _, so := range out.Stacks {
-		s := so.Summary
-		switch {
-		case so.Err != nil:
-			failed++
-		case s.Create+s.Update+s.Delete > 0:
-			changed++
-		}
-	}
+	count := report.Tally(c.lines(out, false))
 	n := len(out.Stacks)
 	ck := githubapi.Check{Name: c.overviewCheck(), Conclusion: "success", Summary: summary,
-		Title: fmt.Sprintf("%d stack%s: %d with changes, %d failed", n, plural(n), changed, failed)}
+		Title: fmt.Sprintf("%d stack%s: %d with changes, %d failed", n, plural(n), count.Changed, count.Failed)}
 	if n == 0 {
 		ck.Title = "no stack is touched"
 	}
-	if failed > 0 || out.Err != nil {
+	if count.Failed > 0 || out.Err != nil {
 		ck.Conclusion = "failure"
 	}
 	return ck
