@@ -506,10 +506,13 @@ type htmlStartKind struct {
 }
 
 var (
-	tagNameRE  = regexp.MustCompile(`^</?([A-Za-z][A-Za-z0-9-]*)`)
-	kind7Line  = regexp.MustCompile(`^(?:` + openTagPat + `|` + closeTagPat + `)[ \t]*$`)
-	openTagRE  = regexp.MustCompile(`^` + openTagPat)
-	closeTagRE = regexp.MustCompile(`^` + closeTagPat)
+	tagNameRE = regexp.MustCompile(`^</?([A-Za-z][A-Za-z0-9-]*)`)
+	kind7Line = regexp.MustCompile(`^(?:` + openTagPat + `|` + closeTagPat + `)[ \t]*$`)
+	// laxKind7Line is a kind-7 line as goldmark also reads one: spaces
+	// after "</", and attributes or "/>" on an end tag.
+	laxKind7Line = regexp.MustCompile(`^<(?:/[ ]*)?[A-Za-z][A-Za-z0-9-]*(?:` + attribute + `)*[ ]*/?>[ \t]*$`)
+	openTagRE    = regexp.MustCompile(`^` + openTagPat)
+	closeTagRE   = regexp.MustCompile(`^` + closeTagPat)
 )
 
 // The grammar of CommonMark's raw HTML tags, with white space that may
@@ -564,6 +567,12 @@ func htmlStart(text string) *htmlStartKind {
 			return nil
 		}
 		return &htmlStartKind{certain: true, kind7: true}
+	}
+	if laxKind7Line.MatchString(strings.TrimRight(text, " \t")) {
+		// Not a tag to CommonMark ("</ div>"), an HTML block to other
+		// renderers: read as one that may hide what follows, so a command
+		// under it is not taken.
+		return &htmlStartKind{kind7: true}
 	}
 	return nil
 }
