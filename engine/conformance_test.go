@@ -16,17 +16,17 @@ import (
 // ones.
 func TestFakeRuntimesConform(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		wrap func(*fakeRuntime) engine.Runtime
+		name   string
+		driver func(*fakeRuntime) engine.Driver
 		// schema says the runtime knows "token" is sensitive; without it
 		// the spec says so.
 		schema bool
 	}{
-		{name: "fakeRuntime", wrap: func(f *fakeRuntime) engine.Runtime { return f }},
-		{name: "schemaRuntime", schema: true, wrap: func(f *fakeRuntime) engine.Runtime {
-			return &schemaRuntime{fakeRuntime: f, sensitive: []string{"token"}}
+		{name: "fakeRuntime", driver: func(f *fakeRuntime) engine.Driver { return engine.Built(f) }},
+		{name: "schemaRuntime", schema: true, driver: func(f *fakeRuntime) engine.Driver {
+			return engine.Built(&schemaRuntime{fakeRuntime: f, sensitive: []string{"token"}})
 		}},
-		{name: "scopedRuntime", wrap: func(f *fakeRuntime) engine.Runtime { return scopedRuntime{f} }},
+		{name: "scopedRuntime", driver: scoped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeRuntime()
@@ -38,8 +38,8 @@ func TestFakeRuntimesConform(t *testing.T) {
 				return r
 			}
 			runtimetest.RunConformance(t, runtimetest.Harness{
-				Runtime: tc.wrap(f),
-				Object:  object,
+				Driver: tc.driver(f),
+				Object: object,
 				Update: func(r model.Resource) model.Resource {
 					u := r.DeepCopy()
 					u.Attributes["size"] = u.Attributes["size"].(int64) + 100

@@ -46,7 +46,7 @@ func TestCrashedHolderIsSuperseded(t *testing.T) {
 		s := openCrashStore(t, u)
 		rt := newFakeRuntime()
 		rt.block[id("second")] = true
-		e := &engine.Engine{Runtimes: map[model.ResourceType]engine.Runtime{model.Terraform: rt}, Store: s, Heartbeat: s.HeartbeatInterval()}
+		e := &engine.Engine{Runtimes: map[model.ResourceType]engine.Driver{model.Terraform: engine.Built(rt)}, Store: s, Heartbeat: s.HeartbeatInterval()}
 		_, err := e.Apply(context.Background(), crashStack(), engine.ApplyOptions{})
 		t.Fatalf("the holder's apply returned: %v", err)
 	}

@@ -15,7 +15,6 @@ import (
 // while has passed), and counts the most that ever ran together.
 type gatedReads struct {
 	*fakeRuntime
-	batches bool
 
 	mu         sync.Mutex
 	gate       chan struct{}
@@ -23,8 +22,6 @@ type gatedReads struct {
 	in, most   int
 	gateClosed bool
 }
-
-func (g *gatedReads) Batches() bool { return g.batches }
 
 func (g *gatedReads) Read(ctx context.Context, prior *model.Resource, r model.Resource) (*model.Resource, error) {
 	g.mu.Lock()
@@ -68,8 +65,10 @@ func TestDeletionsAreReadConcurrently(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			e, rt, _ := setup(t)
-			g := &gatedReads{fakeRuntime: rt, batches: tc.batches}
-			e.Runtimes[model.Terraform] = g
+			g := &gatedReads{fakeRuntime: rt}
+			d := engine.Built(g)
+			d.Batches = tc.batches
+			e.Runtimes[model.Terraform] = d
 			var rs []model.Resource
 			for i := range 12 {
 				rs = append(rs, res(fmt.Sprintf("r%02d", i), map[string]any{"n": i}))

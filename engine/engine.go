@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/kusionpr/kusionpr/model"
@@ -23,7 +24,10 @@ type ReleaseStore interface {
 // Engine runs operations on stacks. Its zero value is not usable: set
 // Runtimes and Store.
 type Engine struct {
-	Runtimes map[model.ResourceType]Runtime
+	// Runtimes is how each resource type is reached. Each runtime is built
+	// on first use and kept for the Engine's life, so a change to Runtimes
+	// after the first operation has no effect: build another Engine.
+	Runtimes map[model.ResourceType]Driver
 	Store    ReleaseStore
 	// Parallelism bounds how many resources are worked on at once (default 10).
 	Parallelism int
@@ -37,6 +41,16 @@ type Engine struct {
 	// Heartbeat is how often a running release shows its holder alive
 	// (default one minute: a fifth of the store's default lease).
 	Heartbeat time.Duration
+
+	mu    sync.Mutex
+	built map[model.ResourceType]*built
+}
+
+// built is a runtime built from its Driver, or why it could not be.
+type built struct {
+	once sync.Once
+	rt   Runtime
+	err  error
 }
 
 // Stack identifies what an operation works on and what it wants.
@@ -78,26 +92,36 @@ func (e *Engine) parallelism() int {
 	return 10
 }
 
-func (e *Engine) runtime(r model.Resource) (Runtime, error) {
-	rt, ok := e.Runtimes[r.Type]
-	if !ok || rt == nil {
+func (e *Engine) runtime(ctx context.Context, r model.Resource) (Runtime, error) {
+	d, ok := e.Runtimes[r.Type]
+	if !ok || d.Open == nil {
 		return nil, fmt.Errorf("%s: no runtime for type %q", r.ID, r.Type)
 	}
-	return rt, nil
+	e.mu.Lock()
+	if e.built == nil {
+		e.built = map[model.ResourceType]*built{}
+	}
+	b := e.built[r.Type]
+	if b == nil {
+		b = &built{}
+		e.built[r.Type] = b
+	}
+	e.mu.Unlock()
+	b.once.Do(func() {
+		b.rt, b.err = d.Open(ctx)
+		if b.rt == nil && b.err == nil {
+			b.err = fmt.Errorf("%s: no runtime for type %q", r.ID, r.Type)
+		}
+	})
+	return b.rt, b.err
 }
 
 // batched says, for the walk, which resources of rs belong to a runtime
 // that batches.
 func (e *Engine) batched(rs model.Resources) func(id string) bool {
 	types := make(map[string]model.ResourceType, len(rs))
-	byType := map[model.ResourceType]bool{}
 	for _, r := range rs {
 		types[r.ID] = r.Type
-		if _, asked := byType[r.Type]; !asked {
-			// Only runtimes the stack uses are asked: asking may set one up.
-			b, ok := e.Runtimes[r.Type].(Batcher)
-			byType[r.Type] = ok && b.Batches()
-		}
 	}
-	return func(id string) bool { return byType[types[id]] }
+	return func(id string) bool { return e.Runtimes[types[id]].Batches }
 }

@@ -28,7 +28,7 @@ func setup(t *testing.T) (*engine.Engine, *fakeRuntime, *backend.Store) {
 	}
 	t.Cleanup(func() { store.Close() })
 	rt := newFakeRuntime()
-	return &engine.Engine{Runtimes: map[model.ResourceType]engine.Runtime{model.Terraform: rt}, Store: store, Parallelism: 4}, rt, store
+	return &engine.Engine{Runtimes: map[model.ResourceType]engine.Driver{model.Terraform: engine.Built(rt)}, Store: store, Parallelism: 4}, rt, store
 }
 
 func stack(rs ...model.Resource) engine.Stack {

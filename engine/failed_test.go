@@ -66,7 +66,7 @@ func TestFailedStepsAreCountedApart(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e, rt, _ := setup(t)
+			e, rt, store := setup(t)
 			if _, err := e.Apply(ctx, stack(spec(1)...), engine.ApplyOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +77,10 @@ func TestFailedStepsAreCountedApart(t *testing.T) {
 				}
 				return m
 			}
-			e.Runtimes[model.Terraform] = brokenRuntime{fakeRuntime: rt, noRead: set(tc.noRead), noDryRun: set(tc.noDryRun)}
+			// A runtime is built once per Engine: the broken one is another
+			// Engine's, on the same store.
+			broken := engine.Built(brokenRuntime{fakeRuntime: rt, noRead: set(tc.noRead), noDryRun: set(tc.noDryRun)})
+			e = &engine.Engine{Runtimes: map[model.ResourceType]engine.Driver{model.Terraform: broken}, Store: store, Parallelism: 4}
 			p, err := e.Preview(ctx, stack(tc.next...))
 			if err != nil {
 				t.Fatal(err)

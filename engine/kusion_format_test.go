@@ -67,7 +67,7 @@ func TestReleasesHaveKusionsFormat(t *testing.T) {
 	}
 	defer store.Close()
 	rt := newFakeRuntime()
-	e := &engine.Engine{Runtimes: map[model.ResourceType]engine.Runtime{model.Terraform: rt}, Store: store, Parallelism: 4}
+	e := &engine.Engine{Runtimes: map[model.ResourceType]engine.Driver{model.Terraform: engine.Built(rt)}, Store: store, Parallelism: 4}
 	st := stack(res("a", map[string]any{"size": 1}), res("b", map[string]any{"size": 2}, id("a")))
 	st.Origin = &model.Origin{User: "alice", Command: "apply"}
 	if _, err := e.Apply(ctx, st, engine.ApplyOptions{}); err != nil {

@@ -162,7 +162,7 @@ func (op *operation) applyNode(ctx context.Context, id string) error {
 	if unknown {
 		return op.fail(id, fmt.Errorf("%s: a $kusion_path it uses has no value after its source was applied", id))
 	}
-	rt, err := op.engine.runtime(desired)
+	rt, err := op.engine.runtime(ctx, desired)
 	if err != nil {
 		return op.fail(id, err)
 	}
@@ -207,7 +207,7 @@ func (op *operation) deleteAll(ctx context.Context) {
 // release's state.
 func (op *operation) deleteNode(ctx context.Context, id string) error {
 	r := op.index.gone[op.index.goneIdx[id]]
-	rt, err := op.engine.runtime(r)
+	rt, err := op.engine.runtime(ctx, r)
 	if err != nil {
 		return op.fail(id, err)
 	}

@@ -50,7 +50,7 @@ func TestFailureAfterItsDependencySucceeded(t *testing.T) {
 			ctx := context.Background()
 			e, rt, store := setup(t)
 			if tc.leaves {
-				e.Runtimes[model.Terraform] = taintingRuntime{fakeRuntime: rt, taint: map[string]bool{id("b"): true}}
+				e.Runtimes[model.Terraform] = engine.Built(taintingRuntime{fakeRuntime: rt, taint: map[string]bool{id("b"): true}})
 			} else {
 				rt.failOn[id("b")] = true
 			}
@@ -99,7 +99,9 @@ func TestFailureAfterItsDependencySucceeded(t *testing.T) {
 			}
 
 			rt.failOn[id("b")] = false
-			e.Runtimes[model.Terraform] = rt
+			// A runtime is built once per Engine: the next run, with the
+			// plain runtime, is another Engine on the same store.
+			e = &engine.Engine{Runtimes: map[model.ResourceType]engine.Driver{model.Terraform: engine.Built(rt)}, Store: store, Parallelism: 4}
 			dryRuns := map[string]int{id("a"): rt.dryRuns[id("a")], id("b"): rt.dryRuns[id("b")]}
 			if _, err := e.Preview(ctx, st); err != nil {
 				t.Fatal(err)
@@ -218,7 +220,7 @@ func TestUnlockedOperationStops(t *testing.T) {
 	// The next sign of life is what finds the release ended.
 	e.Heartbeat = 10 * time.Millisecond
 	rt.block[id("slow")] = true
-	e.Runtimes[model.Terraform] = unlockingRuntime{fakeRuntime: rt, store: store, on: id("slow")}
+	e.Runtimes[model.Terraform] = engine.Built(unlockingRuntime{fakeRuntime: rt, store: store, on: id("slow")})
 	st := stack(
 		res("fast", map[string]any{"v": 1}),
 		res("slow", map[string]any{"v": 2}, id("fast")),

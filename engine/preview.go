@@ -311,7 +311,7 @@ const minRepeated = 40
 // previewDeletion reads the live object of r, which the spec no longer has.
 func (e *Engine) previewDeletion(ctx context.Context, r model.Resource, priorRevision uint64) *Step {
 	step := &Step{ID: r.ID, Action: Delete, From: ptr(model.Public(r))}
-	if rt, err := e.runtime(r); err != nil {
+	if rt, err := e.runtime(ctx, r); err != nil {
 		return failed(r.ID, err.Error())
 	} else if cur, err := rt.Read(ctx, &r, r); err != nil {
 		return failed(r.ID, err.Error())
@@ -331,7 +331,7 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 	fail := func(err error) (*Step, *model.Resource, *model.Resource, error) {
 		return failed(desired.ID, err.Error()), nil, nil, err
 	}
-	rt, err := e.runtime(desired)
+	rt, err := e.runtime(ctx, desired)
 	if err != nil {
 		return fail(err)
 	}
@@ -355,7 +355,7 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 	if !unknown {
 		step.fingerprint = appliedFingerprint(resolved)
 	}
-	if e.unchanged(rt, prior, priorSpec, cur, step.fingerprint) {
+	if e.unchanged(e.Runtimes[desired.Type].Capabilities, prior, priorSpec, cur, step.fingerprint) {
 		// The object is as this very spec left it and nobody moved what the
 		// spec sets: a dry run would only confirm it. Skipping it makes a
 		// preview cost what changed, not what exists.
@@ -427,9 +427,14 @@ func (e *Engine) prefetch(ctx context.Context, rs model.Resources) {
 	for _, r := range rs {
 		byRuntime[r.Type] = append(byRuntime[r.Type], r)
 	}
-	for typ, list := range byRuntime {
-		if pf, ok := e.Runtimes[typ].(Prefetcher); ok {
-			pf.Prefetch(ctx, list)
+	for _, list := range byRuntime {
+		// A preview that prefetches is about to read, so building the
+		// runtime now costs nothing extra; a runtime that cannot be built
+		// is reported by the reads.
+		if rt, err := e.runtime(ctx, list[0]); err == nil {
+			if pf, ok := rt.(Prefetcher); ok {
+				pf.Prefetch(ctx, list)
+			}
 		}
 	}
 }
@@ -450,14 +455,14 @@ func (e *Engine) drift(prior, priorSpec, cur *model.Resource) ([]FieldChange, er
 // cur as it is: the prior release records that this spec made the object,
 // and the object is as recorded: in the fields the spec sets, for a runtime
 // that applies only those; whole, for any other.
-func (e *Engine) unchanged(rt Runtime, prior, priorSpec, cur *model.Resource, fp string) bool {
+func (e *Engine) unchanged(caps Capabilities, prior, priorSpec, cur *model.Resource, fp string) bool {
 	if prior == nil || cur == nil || fp == "" {
 		return false
 	}
 	if recorded, _ := prior.Extensions[model.AppliedExtension].(string); recorded != fp {
 		return false
 	}
-	if fs, ok := rt.(FieldScoped); ok && fs.SpecFieldsOnly() {
+	if caps.SpecFieldsOnly {
 		d, err := e.drift(prior, priorSpec, cur)
 		return err == nil && len(d) == 0
 	}
@@ -481,7 +486,7 @@ func (e *Engine) compared(attrs map[string]any) map[string]any {
 // paths its runtime knows of masked; everything is masked when they cannot be
 // known.
 func (e *Engine) publicSpec(ctx context.Context, r model.Resource) model.Resource {
-	rt, err := e.runtime(r)
+	rt, err := e.runtime(ctx, r)
 	if err != nil {
 		return model.Public(r)
 	}

@@ -29,30 +29,53 @@ type Runtime interface {
 	Watch(ctx context.Context, r model.Resource) error
 }
 
+// Capabilities is what the engine may count on a runtime for beyond
+// Runtime's calls, declared with the runtime (see Driver) so that the engine
+// reads it without building the runtime. Each is a promise the runtime
+// keeps, and engine/runtimetest checks every one claimed; one not claimed
+// costs speed, never correctness.
+type Capabilities struct {
+	// Batches: the runtime gathers concurrent calls into one run
+	// (Terraform: one plan, or one apply, of many resources). The engine
+	// lets every ready resource of such a runtime call at once, outside its
+	// parallelism: a call waiting for its batch costs nothing, and the
+	// batch is the larger for it.
+	Batches bool
+	// SpecFieldsOnly: an apply sets only the fields a spec gives and leaves
+	// every other field to whoever set it (Kubernetes server-side apply).
+	// For such a runtime a field a controller added is no reason to apply
+	// again; for the others (a Terraform plan reverts what its
+	// configuration does not hold) the whole object must be as recorded.
+	SpecFieldsOnly bool
+}
+
+// Driver is how the engine reaches the runtime of one resource type: what
+// it can do, and how to build it. The engine builds it once, on first use,
+// with the context of that use, so a stack without resources of the type
+// needs none of its configuration (no kubeconfig, no terraform binary) and
+// a failure to build it is that of the resources that needed it.
+type Driver struct {
+	Capabilities
+	Open func(ctx context.Context) (Runtime, error)
+}
+
+// Built is the Driver of a runtime already built, with no capability beyond
+// the calls it answers.
+func Built(rt Runtime) Driver {
+	return Driver{Open: func(context.Context) (Runtime, error) { return rt, nil }}
+}
+
+// Beyond Capabilities, a built runtime may answer two more calls, found by
+// its method set as io.Copy finds an io.WriterTo: Prefetcher and
+// SensitivePather. They are calls made on the runtime, not promises read
+// before it exists.
+
 // Prefetcher is implemented by runtimes that read many objects faster at
 // once than one by one (Kubernetes: one LIST per namespace and kind instead
 // of a GET per object). A preview hands it every resource it is about to
 // read; Read then answers from what was fetched.
 type Prefetcher interface {
 	Prefetch(ctx context.Context, rs []model.Resource)
-}
-
-// Batcher is implemented by runtimes that gather concurrent calls into one
-// run (Terraform: one plan, or one apply, of many resources). The engine
-// lets every ready resource of such a runtime call at once, outside its
-// parallelism: a call waiting for its batch costs nothing, and the batch is
-// the larger for it.
-type Batcher interface {
-	Batches() bool
-}
-
-// FieldScoped is implemented by runtimes whose apply sets only the fields a
-// spec gives and leaves every other field to whoever set it (Kubernetes
-// server-side apply). For them a field a controller added is no reason to
-// apply again; for the others (a Terraform plan reverts what its
-// configuration does not hold) the whole object must be as recorded.
-type FieldScoped interface {
-	SpecFieldsOnly() bool
 }
 
 // SensitivePather is implemented by runtimes that know, before reading

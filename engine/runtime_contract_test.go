@@ -47,7 +47,7 @@ func TestSchemaSensitiveValuesAndPrivateState(t *testing.T) {
 	ctx := context.Background()
 	e, fake, store := setup(t)
 	rt := &schemaRuntime{fakeRuntime: fake, sensitive: []string{"token"}}
-	e.Runtimes[model.Terraform] = rt
+	e.Runtimes[model.Terraform] = engine.Built(rt)
 	spec := func(token string) engine.Stack {
 		return stack(res("api", map[string]any{"token": token, "size": 1}))
 	}

@@ -9,10 +9,14 @@ import (
 )
 
 // scopedRuntime is a fakeRuntime whose apply, like server-side apply,
-// leaves fields outside the spec alone.
+// leaves fields outside the spec alone; its driver says so.
 type scopedRuntime struct{ *fakeRuntime }
 
-func (scopedRuntime) SpecFieldsOnly() bool { return true }
+func scoped(f *fakeRuntime) engine.Driver {
+	d := engine.Built(scopedRuntime{f})
+	d.SpecFieldsOnly = true
+	return d
+}
 
 // Apply keeps what is live outside the fields the spec sets.
 func (s scopedRuntime) Apply(ctx context.Context, prior *model.Resource, r model.Resource, dryRun bool) (*model.Resource, error) {
@@ -78,7 +82,7 @@ func TestPreviewSkipsWhatCannotHaveChanged(t *testing.T) {
 			ctx := context.Background()
 			e, f, _ := setup(t)
 			if tt.scoped {
-				e.Runtimes[model.Terraform] = scopedRuntime{f}
+				e.Runtimes[model.Terraform] = scoped(f)
 			}
 			if _, err := e.Apply(ctx, spec(1), engine.ApplyOptions{}); err != nil {
 				t.Fatal(err)

@@ -82,7 +82,7 @@ func enginePreview(t *testing.T, rt stubRuntime) *engine.Preview {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	e := &engine.Engine{Runtimes: map[model.ResourceType]engine.Runtime{model.Kubernetes: rt}, Store: store, Parallelism: 1}
+	e := &engine.Engine{Runtimes: map[model.ResourceType]engine.Driver{model.Kubernetes: engine.Built(rt)}, Store: store, Parallelism: 1}
 	p, err := e.Preview(ctx, engine.Stack{Project: "quickstart", Workspace: "default", Stack: "dev",
 		Spec: &model.Spec{Resources: quickstart()}})
 	if err != nil {

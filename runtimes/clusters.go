@@ -25,6 +25,9 @@ type Clusters struct {
 	// Kubeconfigs nor their spec gives one (the action's input kubeconfig),
 	// handed over as a value rather than through $KUBECONFIG.
 	Kubeconfig string
+	// KubeconfigName is what the operator calls Kubeconfig ("input
+	// kubeconfig"), for the errors of a stack that uses it.
+	KubeconfigName string
 	// SpecAllow is what a spec's kubeconfig may bring beyond a server and
 	// inline credentials; nothing by default.
 	SpecAllow kubernetes.Allowance
@@ -53,7 +56,7 @@ func (c Clusters) kubernetesConfig(st *project.Stack, workspace string, spec *mo
 		return cfg, fmt.Errorf("stack %s: %w", st.Path, err)
 	}
 	if !ok {
-		cfg = kubernetes.Config{Kubeconfig: c.Kubeconfig, ForceConflicts: true}
+		cfg = kubernetes.Config{Kubeconfig: c.Kubeconfig, KubeconfigName: c.KubeconfigName, ForceConflicts: true}
 	}
 	return cfg, nil
 }

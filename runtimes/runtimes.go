@@ -8,7 +8,6 @@ package runtimes
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/kusionpr/kusionpr/engine"
@@ -42,11 +41,11 @@ type Factory struct {
 
 // Runtimes checks what the stack would bring before anything runs (a
 // kubeconfig its spec may not bring, a Terraform resource the runtime would
-// refuse) and returns its runtimes, each built on first use: a stack
-// without Kubernetes resources needs no kubeconfig, one without Terraform
-// resources no terraform binary. An offline run gets none: nothing live
-// may be reached.
-func (f Factory) Runtimes(ctx context.Context, t workflow.RuntimeTarget) (map[model.ResourceType]engine.Runtime, error) {
+// refuse) and returns the drivers of its runtimes, which the engine builds
+// on first use: a stack without Kubernetes resources needs no kubeconfig,
+// one without Terraform resources no terraform binary. An offline run gets
+// none: nothing live may be reached.
+func (f Factory) Runtimes(ctx context.Context, t workflow.RuntimeTarget) (map[model.ResourceType]engine.Driver, error) {
 	log := t.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -72,107 +71,49 @@ func (f Factory) Runtimes(ctx context.Context, t workflow.RuntimeTarget) (map[mo
 	if t.Offline {
 		return nil, nil
 	}
-	return map[model.ResourceType]engine.Runtime{
-		model.Kubernetes: &lazy{build: func(ctx context.Context) (engine.Runtime, error) {
-			c := kubeConfig
-			c.ForceConflicts = f.ForceConflicts
-			c.Logger = t.Logger
-			c.ReadyTimeout, c.Progress = f.ReadyTimeout, f.Progress
-			if c.Progress == nil {
-				c.Progress = logProgress{log}
-			}
-			return kubernetes.New(ctx, c)
-		}},
-		model.Terraform: &lazy{build: func(context.Context) (engine.Runtime, error) {
-			return terraform.New(tf)
-		}},
+	kubeConfig.ForceConflicts = f.ForceConflicts
+	kubeConfig.Logger = t.Logger
+	kubeConfig.ReadyTimeout, kubeConfig.Progress = f.ReadyTimeout, f.Progress
+	if kubeConfig.Progress == nil {
+		kubeConfig.Progress = logProgress{log}
+	}
+	return map[model.ResourceType]engine.Driver{
+		model.Kubernetes: Kubernetes(kubeConfig),
+		model.Terraform:  Terraform(tf),
 	}, nil
 }
 
-// lazy builds its runtime on first use, so a stack without Kubernetes
-// resources needs no kubeconfig and one without Terraform resources no
-// terraform binary.
-type lazy struct {
-	build func(ctx context.Context) (engine.Runtime, error)
-	once  sync.Once
-	rt    engine.Runtime
-	err   error
-}
-
-func (l *lazy) get(ctx context.Context) (engine.Runtime, error) {
-	l.once.Do(func() { l.rt, l.err = l.build(ctx) })
-	return l.rt, l.err
-}
-
-func (l *lazy) Read(ctx context.Context, prior *model.Resource, r model.Resource) (*model.Resource, error) {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return rt.Read(ctx, prior, r)
-}
-
-func (l *lazy) Apply(ctx context.Context, prior *model.Resource, r model.Resource, dryRun bool) (*model.Resource, error) {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return rt.Apply(ctx, prior, r, dryRun)
-}
-
-func (l *lazy) Delete(ctx context.Context, r model.Resource) error {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return rt.Delete(ctx, r)
-}
-
-func (l *lazy) Watch(ctx context.Context, r model.Resource) error {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return rt.Watch(ctx, r)
-}
-
-// Prefetch is passed on: a preview that prefetches is about to read, so
-// building the runtime now costs nothing extra.
-func (l *lazy) Prefetch(ctx context.Context, rs []model.Resource) {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return // Read reports it
-	}
-	if pf, ok := rt.(engine.Prefetcher); ok {
-		pf.Prefetch(ctx, rs)
+// Kubernetes is the engine's driver of the Kubernetes runtime c configures.
+// Server-side apply sets the fields a spec gives and no others, so fields a
+// controller or a person added elsewhere do not make an object differ from
+// what applying its spec again would give (SpecFieldsOnly). Building it
+// asks the API server what kinds it serves.
+func Kubernetes(c kubernetes.Config) engine.Driver {
+	return engine.Driver{
+		Capabilities: engine.Capabilities{SpecFieldsOnly: true},
+		Open: func(ctx context.Context) (engine.Runtime, error) {
+			rt, err := kubernetes.New(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			return rt, nil
+		},
 	}
 }
 
-func (l *lazy) Batches() bool {
-	rt, err := l.get(context.Background())
-	if err != nil {
-		return false
+// Terraform is the engine's driver of the Terraform runtime c configures.
+// Plans and applies asked at about the same time run as one Terraform run
+// (runtime/terraform/batch.go), so the engine lets them all ask at once
+// (Batches).
+func Terraform(c terraform.Config) engine.Driver {
+	return engine.Driver{
+		Capabilities: engine.Capabilities{Batches: true},
+		Open: func(context.Context) (engine.Runtime, error) {
+			rt, err := terraform.New(c)
+			if err != nil {
+				return nil, err
+			}
+			return rt, nil
+		},
 	}
-	b, ok := rt.(engine.Batcher)
-	return ok && b.Batches()
-}
-
-func (l *lazy) SpecFieldsOnly() bool {
-	rt, err := l.get(context.Background())
-	if err != nil {
-		return false
-	}
-	fs, ok := rt.(engine.FieldScoped)
-	return ok && fs.SpecFieldsOnly()
-}
-
-func (l *lazy) SensitivePaths(ctx context.Context, r model.Resource) ([]string, error) {
-	rt, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if sp, ok := rt.(engine.SensitivePather); ok {
-		return sp.SensitivePaths(ctx, r)
-	}
-	return nil, nil
 }

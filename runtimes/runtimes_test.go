@@ -3,11 +3,11 @@ package runtimes
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -54,7 +54,7 @@ func TestFactoryRuntimes(t *testing.T) {
 				return
 			}
 			for _, typ := range []model.ResourceType{model.Kubernetes, model.Terraform} {
-				if rts[typ] == nil {
+				if rts[typ].Open == nil {
 					t.Errorf("no runtime for %s", typ)
 				}
 			}
@@ -96,4 +96,39 @@ func TestKubeconfigPrecedence(t *testing.T) {
 }
 
 var _ workflow.RuntimeFactory = Factory{}
-var _ engine.Runtime = (*lazy)(nil)
+
+// TestOperatorKubeconfigNamed: a stack that reaches its cluster through the
+// operator's own kubeconfig (the action's input) and finds none there is
+// told which setting to fix, not only a temporary file's name; a stack with
+// the workspace's kubeconfig is told that file's.
+func TestOperatorKubeconfigNamed(t *testing.T) {
+	st := &project.Stack{Name: "dev", Path: t.TempDir(), Project: &project.Project{Name: "apps"}}
+	dir := t.TempDir()
+	empty, ws := filepath.Join(dir, "kusionpr-kubeconfig"), filepath.Join(dir, "dev.kubeconfig")
+	for _, p := range []string{empty, ws} {
+		if err := os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		c    Clusters
+		want string
+	}{
+		{"the input", Clusters{Kubeconfig: empty, KubeconfigName: "input kubeconfig"},
+			"kubernetes runtime: load kubeconfig " + empty + " (input kubeconfig): the file holds no current context"},
+		{"the workspace's", Clusters{Kubeconfig: empty, KubeconfigName: "input kubeconfig", Kubeconfigs: map[string]string{"dev": ws}},
+			"kubernetes runtime: load kubeconfig " + ws + ": the file holds no current context"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rts, err := Factory{Clusters: tc.c}.Runtimes(t.Context(), workflow.RuntimeTarget{Stack: st, Workspace: "dev", Spec: &model.Spec{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = rts[model.Kubernetes].Open(t.Context())
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("building the runtime: %v\nwant: %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/engine/runtimetest"
 	"github.com/kusionpr/kusionpr/model"
 )
@@ -46,8 +47,8 @@ func TestOfflineConforms(t *testing.T) {
 		t.Run(string(tc.typ), func(t *testing.T) {
 			object := func(*testing.T) model.Resource { return tc.object(n.Add(1)) }
 			runtimetest.RunConformance(t, runtimetest.Harness{
-				Runtime: offline{},
-				Object:  object,
+				Driver: engine.Built(offline{}),
+				Object: object,
 				Update: func(r model.Resource) model.Resource {
 					u := r.DeepCopy()
 					u.Attributes["updated"] = true

@@ -124,12 +124,12 @@ type RuntimeTarget struct {
 	Logger *slog.Logger
 }
 
-// RuntimeFactory builds the runtime of each resource type a stack runs
-// with. It is asked before the release store is opened, and refuses there,
+// RuntimeFactory says how the stack reaches the runtime of each resource
+// type, each built by the engine on first use. It is asked before the release store is opened, and refuses there,
 // with an error naming the stack or its resources, a stack whose spec
 // brings what the runtimes would refuse; nothing has run yet.
 type RuntimeFactory interface {
-	Runtimes(ctx context.Context, t RuntimeTarget) (map[model.ResourceType]engine.Runtime, error)
+	Runtimes(ctx context.Context, t RuntimeTarget) (map[model.ResourceType]engine.Driver, error)
 }
 
 // Runner runs commands on stacks with what its binary wired into it once:
@@ -222,7 +222,7 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 			run.Err = fmt.Errorf("%s %s: %w", cmd, st.Name, errOffline)
 			return run
 		}
-		eng.Runtimes = map[model.ResourceType]engine.Runtime{model.Kubernetes: offline{}, model.Terraform: offline{}}
+		eng.Runtimes = map[model.ResourceType]engine.Driver{model.Kubernetes: engine.Built(offline{}), model.Terraform: engine.Built(offline{})}
 	}
 	applyOpts := engine.ApplyOptions{DryRun: opts.DryRun, NoWatch: opts.NoWatch, SkipUnchanged: !opts.RecordUnchanged}
 	if opts.Skip != nil {

@@ -145,6 +145,6 @@ func TestEveryStackIsReported(t *testing.T) {
 // noRuntimes builds no runtime: enough for stacks without resources.
 type noRuntimes struct{}
 
-func (noRuntimes) Runtimes(context.Context, RuntimeTarget) (map[model.ResourceType]engine.Runtime, error) {
-	return map[model.ResourceType]engine.Runtime{}, nil
+func (noRuntimes) Runtimes(context.Context, RuntimeTarget) (map[model.ResourceType]engine.Driver, error) {
+	return map[model.ResourceType]engine.Driver{}, nil
 }

@@ -186,7 +186,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		}
 		// The runtimes' fallback, where the workspace and the spec name
 		// none, as $KUBECONFIG would be.
-		rts.Clusters.Kubeconfig = path
+		rts.Clusters.Kubeconfig, rts.Clusters.KubeconfigName = path, "input kubeconfig"
 	}
 	if opts.RecordUnchanged, err = strconv.ParseBool(cmp.Or(in("record-unchanged"), "false")); err != nil {
 		ga.Errorf("input record-unchanged: %q is not true or false", in("record-unchanged"))

@@ -1,10 +1,11 @@
 // Package runtimetest is the conformance suite of engine.Runtime, in the
 // manner of gocloud's drivertest: every runtime runs RunConformance from a
 // test of its own package, with a Harness that makes resources of its kind.
-// The suite checks what engine.Runtime documents and each optional
-// capability (engine.Prefetcher, Batcher, FieldScoped, SensitivePather) the
-// runtime claims; the test's log says which it does not claim, and which
-// checks the harness cannot feed.
+// The suite checks what engine.Runtime documents, each capability the
+// runtime's engine.Driver declares (Batches, SpecFieldsOnly), and each
+// optional call the built runtime answers (engine.Prefetcher,
+// engine.SensitivePather); the test's log says which it does not claim, and
+// which checks the harness cannot feed.
 //
 // It lives beside the interfaces it checks, not under runtime/: the
 // runtimes match engine.Runtime without importing the engine, and only
@@ -32,8 +33,10 @@ import (
 // Its makers are called with the subtest that uses what they make, so the
 // cleanups they register run with it.
 type Harness struct {
-	// Runtime is the runtime under test, shared by every check.
-	Runtime engine.Runtime
+	// Driver is the runtime under test as the engine is given it: its
+	// capabilities, and how it is built. It is built once, and the runtime
+	// shared by every check.
+	Driver engine.Driver
 	// Object returns a resource that does not exist yet and that no other
 	// call returned: its own id, and attributes of its own, so that answers
 	// mixed up between concurrent calls show. The objects of one harness
@@ -62,8 +65,8 @@ type Harness struct {
 	// the path that holds it sensitive.
 	Secret func(t *testing.T) (r model.Resource, secret string)
 	// Touch, if set, changes r's object as someone other than the runtime
-	// would, in a field r does not set. Required when the runtime claims
-	// engine.FieldScoped.
+	// would, in a field r does not set. Required when the driver claims
+	// SpecFieldsOnly.
 	Touch func(t *testing.T, r model.Resource)
 	// PreviewOnly says the runtime changes nothing and sees nothing live:
 	// Read answers with the record it is given (nil without one), a dry
@@ -72,25 +75,23 @@ type Harness struct {
 	PreviewOnly bool
 }
 
-// RunConformance runs the suite against h.Runtime. A check that does not
+// RunConformance runs the suite against the runtime h.Driver builds. A check that does not
 // apply (a capability the runtime does not claim, a resource the harness
 // cannot make) is logged with the reason, not skipped: under `make test`
 // a skip means a missing test environment, and fails the run.
 func RunConformance(t *testing.T, h Harness) {
 	t.Helper()
-	if h.Runtime == nil || h.Object == nil || h.Update == nil {
-		t.Fatal("runtimetest: the harness needs a Runtime, Object and Update")
+	if h.Driver.Open == nil || h.Object == nil || h.Update == nil {
+		t.Fatal("runtimetest: the harness needs a Driver that opens, Object and Update")
 	}
-	s := suite{h: h, rt: h.Runtime}
+	rt, err := h.Driver.Open(t.Context())
+	if err != nil || rt == nil {
+		t.Fatalf("runtimetest: the driver builds no runtime: %v", err)
+	}
+	s := suite{h: h, rt: rt}
 	const previewOnly = `preview only: the runtime never applies or deletes (see "preview only")`
-	pf, isPrefetcher := h.Runtime.(engine.Prefetcher)
-	b, isBatcher := h.Runtime.(engine.Batcher)
-	fs, isFieldScoped := h.Runtime.(engine.FieldScoped)
-	sp, isSensitivePather := h.Runtime.(engine.SensitivePather)
-	batcher := "not claimed: the engine bounds its calls by its parallelism"
-	if isBatcher {
-		batcher = "implements engine.Batcher, but Batches() is false: the engine bounds its calls by its parallelism"
-	}
+	pf, isPrefetcher := rt.(engine.Prefetcher)
+	sp, isSensitivePather := rt.(engine.SensitivePather)
 	for _, c := range []struct {
 		name string
 		// applies says whether the check applies; why says why not.
@@ -114,8 +115,9 @@ func RunConformance(t *testing.T, h Harness) {
 			func(t *testing.T) { s.prefetcher(t, pf) }},
 		// The engine lets every ready resource of a batching runtime call
 		// at once, well past its parallelism.
-		{"Batcher", isBatcher && b.Batches(), batcher, func(t *testing.T) { s.concurrently(t, 8, false) }},
-		{"FieldScoped", isFieldScoped && fs.SpecFieldsOnly(), "not claimed: an apply makes the whole object as the spec says", s.fieldScoped},
+		{"Batches", h.Driver.Batches, "not claimed: the engine bounds its calls by its parallelism",
+			func(t *testing.T) { s.concurrently(t, 8, false) }},
+		{"SpecFieldsOnly", h.Driver.SpecFieldsOnly, "not claimed: an apply makes the whole object as the spec says", s.specFieldsOnly},
 		{"SensitivePather", isSensitivePather, "not claimed: only what a result itself marks sensitive is masked",
 			func(t *testing.T) { s.sensitivePather(t, sp) }},
 	} {
@@ -490,12 +492,12 @@ func (s suite) prefetcher(t *testing.T, pf engine.Prefetcher) {
 	}
 }
 
-func (s suite) fieldScoped(t *testing.T) {
+func (s suite) specFieldsOnly(t *testing.T) {
 	if s.h.Touch == nil {
-		t.Fatal("the runtime claims engine.FieldScoped: the harness must give Touch to check it")
+		t.Fatal("the driver claims SpecFieldsOnly: the harness must give Touch to check it")
 	}
 	if s.h.PreviewOnly {
-		t.Fatal("the runtime claims engine.FieldScoped, which only an apply shows, but never applies")
+		t.Fatal("the driver claims SpecFieldsOnly, which only an apply shows, but the runtime never applies")
 	}
 	ctx := t.Context()
 	r := s.h.Object(t)

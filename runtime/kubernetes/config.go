@@ -40,6 +40,9 @@ type Config struct {
 	// used (client-go's loading rules), then the in-cluster service account.
 	Kubeconfig        string
 	KubeconfigContent string
+	// KubeconfigName is what the operator calls Kubeconfig ("input
+	// kubeconfig"), for errors: the path may be a file they never wrote.
+	KubeconfigName string
 	// Loaded is a kubeconfig already read and checked (FromSpecContext):
 	// used as it is, never read again.
 	Loaded *clientcmdapi.Config
@@ -135,7 +138,16 @@ func (c Config) restConfig() (*rest.Config, error) {
 			})
 		}
 		if c.Kubeconfig != "" {
-			return nil, fmt.Errorf("load kubeconfig %s: %w", c.Kubeconfig, err)
+			where := c.Kubeconfig
+			if c.KubeconfigName != "" {
+				where += " (" + c.KubeconfigName + ")"
+			}
+			if clientcmd.IsEmptyConfig(err) && c.Loaded == nil && c.KubeconfigContent == "" {
+				// Not client-go's "try setting KUBERNETES_MASTER": the
+				// file named is what is wrong.
+				return nil, fmt.Errorf("load kubeconfig %s: the file %s", where, fileState(c.Kubeconfig))
+			}
+			return nil, fmt.Errorf("load kubeconfig %s: %w", where, err)
 		}
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}

@@ -57,12 +57,29 @@ func TestNoClusterSaysWhereItLooked(t *testing.T) {
 	}
 }
 
-// TestOperatorKubeconfigNamed: the operator's kubeconfig for a workspace
-// (KUSIONPR_KUBECONFIGS, --kubeconfigs) that cannot be read is named.
+// TestOperatorKubeconfigNamed: the operator's kubeconfig (a workspace's,
+// KUSIONPR_KUBECONFIGS or --kubeconfigs, or the action's input) that gives
+// no cluster is named, with why.
 func TestOperatorKubeconfigNamed(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "prod.kubeconfig")
-	_, err := Config{Kubeconfig: path}.withDefaults().restConfig()
-	if err == nil || !strings.Contains(err.Error(), "load kubeconfig "+path) {
-		t.Errorf("error %v does not name %s", err, path)
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.kubeconfig")
+	if err := os.WriteFile(empty, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path, why string
+	}{
+		{"a missing file", filepath.Join(dir, "prod.kubeconfig"), "no such file"},
+		{"a file without a context", empty, "the file holds no current context"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Config{Kubeconfig: tc.path}.withDefaults().restConfig()
+			if err == nil || !strings.Contains(err.Error(), "load kubeconfig "+tc.path) || !strings.Contains(err.Error(), tc.why) {
+				t.Errorf("error %v, want it to name %s and say %q", err, tc.path, tc.why)
+			}
+			if err != nil && strings.Contains(err.Error(), "KUBERNETES_MASTER") {
+				t.Errorf("error sends the user to KUBERNETES_MASTER: %v", err)
+			}
+		})
 	}
 }

@@ -15,15 +15,18 @@ import (
 	"github.com/kusionpr/kusionpr/engine/runtimetest"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
+	"github.com/kusionpr/kusionpr/runtimes"
 )
 
 // TestIntegrationConformance runs the runtime suite against the test
-// cluster: ConfigMaps in a namespace of their own, a Deployment no node
+// cluster, with the driver the binaries give the engine (its capabilities
+// included): ConfigMaps in a namespace of their own, a Deployment no node
 // can run, a Secret, and a namespace with an object in it.
 func TestIntegrationConformance(t *testing.T) {
 	t.Parallel()
 	waits := &firstWait{}
-	rt := newRuntime(t, func(c *kubernetes.Config) { c.Progress = waits })
+	cfg := testConfig(t)
+	cfg.Progress = waits
 	kc := client(t)
 	ns := namespace(t, "kpr-conform")
 	if _, err := kc.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -39,8 +42,8 @@ func TestIntegrationConformance(t *testing.T) {
 		return inNamespace(configMap(ns, fmt.Sprintf("cfg%d", i), map[string]any{"n": fmt.Sprint(i)}))
 	}
 	runtimetest.RunConformance(t, runtimetest.Harness{
-		Runtime: rt,
-		Object:  object,
+		Driver: runtimes.Kubernetes(cfg),
+		Object: object,
 		Update: func(r model.Resource) model.Resource {
 			u := r.DeepCopy()
 			u.Attributes["data"].(map[string]any)["updated"] = "yes"

@@ -35,9 +35,15 @@ func kubeconfig(t *testing.T) string {
 	return testenv.Kubeconfig(t)
 }
 
+// testConfig reaches the test cluster as the tests' runtimes do.
+func testConfig(t *testing.T) kubernetes.Config {
+	t.Helper()
+	return kubernetes.Config{Kubeconfig: kubeconfig(t), ForceConflicts: true, ReadyTimeout: 90 * time.Second}
+}
+
 func newRuntime(t *testing.T, mod func(*kubernetes.Config)) *kubernetes.Runtime {
 	t.Helper()
-	cfg := kubernetes.Config{Kubeconfig: kubeconfig(t), ForceConflicts: true, ReadyTimeout: 90 * time.Second}
+	cfg := testConfig(t)
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -115,11 +115,6 @@ func (r *Runtime) get(ctx context.Context, id string) (map[string]any, error) {
 	return u.Object, nil
 }
 
-// SpecFieldsOnly: server-side apply sets the fields a spec gives and no
-// others, so fields a controller or a person added elsewhere do not make
-// an object differ from what applying its spec again would give.
-func (r *Runtime) SpecFieldsOnly() bool { return true }
-
 // Apply server-side applies desired (with Force per Config) and returns the
 // server's answer. With dryRun the server computes the result (defaults,
 // webhooks included) and persists nothing. A dry run whose namespace or kind

@@ -13,18 +13,16 @@ import (
 	"github.com/kusionpr/kusionpr/internal/testenv"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
+	"github.com/kusionpr/kusionpr/runtimes"
 )
 
 // TestIntegrationConformance runs the runtime suite with terraform and
-// tofu, on hashicorp/local's local_file from the environment's provider
+// tofu, through the driver the binaries give the engine (its capabilities
+// included), on hashicorp/local's local_file from the environment's provider
 // mirror: an object whose absence a refresh sees, as a cloud's would be.
 func TestIntegrationConformance(t *testing.T) {
 	for _, bin := range testenv.TerraformBinaries(t) {
 		t.Run(filepath.Base(bin), func(t *testing.T) {
-			rt, err := terraform.New(terraform.Config{Binary: bin, CacheDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
 			files := t.TempDir()
 			var n atomic.Int64
 			file := func(attrs map[string]any) model.Resource {
@@ -37,8 +35,8 @@ func TestIntegrationConformance(t *testing.T) {
 				return file(map[string]any{"content": fmt.Sprintf("file %d", n.Load()+1)})
 			}
 			runtimetest.RunConformance(t, runtimetest.Harness{
-				Runtime: rt,
-				Object:  object,
+				Driver: runtimes.Terraform(terraform.Config{Binary: bin, CacheDir: t.TempDir()}),
+				Object: object,
 				Update: func(r model.Resource) model.Resource {
 					u := r.DeepCopy()
 					u.Attributes["content"] = u.Attributes["content"].(string) + ", updated"

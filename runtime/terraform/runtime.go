@@ -64,10 +64,6 @@ func New(cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-// Batches: plans and applies asked at about the same time run as one
-// Terraform run (see batch.go).
-func (r *Runtime) Batches() bool { return true }
-
 // Binary is the executable the runtime runs.
 func (r *Runtime) Binary() string { return r.cfg.Binary }
 
