@@ -39,10 +39,19 @@ type stackWork interface {
 	Unlock(ctx context.Context, dir string, opts workflow.Options, who, why string) (*model.Release, error)
 }
 
-type workflowWork struct{ runner *workflow.Runner }
+// workflowWork runs each stack through stacks (the runner itself, or an
+// executor away from the bot); unlocks, which only touch the release
+// store, through the runner.
+type workflowWork struct {
+	runner *workflow.Runner
+	stacks workflow.StackRunner
+}
 
 func (w workflowWork) Change(ctx context.Context, c *workflow.Change) (*workflow.Outcome, error) {
-	c.Runner = w.runner
+	c.Runner = w.stacks
+	if c.Runner == nil {
+		c.Runner = w.runner
+	}
 	return c.Run(ctx)
 }
 
@@ -246,13 +255,17 @@ func (b *Bot) options(c *command) workflow.Options {
 		Origin: &model.Origin{PullRequest: j.number, SHA: c.ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt,
 			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}
 	// The bot records every apply, changed or not: the release is what
-	// mergeSkip reads to keep merges in order and to know a merge done.
+	// the merge order reads to keep merges in order and to know a merge done.
 	// Unrecorded, a no-op merge B would let an older merge A delivered
 	// after it apply A's spec over B's, and every recovery pass would
 	// apply B again.
 	opts.RecordUnchanged = true
+	// What made the request: one merge is one request however often it
+	// is delivered or recovered; each comment is its own.
+	opts.Trigger = fmt.Sprintf("comment %d", j.commentID)
 	if j.afterMerge {
-		opts.Skip = mergeSkip(c.ref, j.mergedAt, j.recovering)
+		opts.Trigger = "merge"
+		opts.Merge = &workflow.MergeOrder{SHA: c.ref, MergedAt: j.mergedAt, Recovering: j.recovering}
 	}
 	// A fork's code runs nothing with the bot's credentials (a Terraform
 	// plan can run code): previewed against the prior release only, as

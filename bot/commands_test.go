@@ -197,6 +197,14 @@ func TestCommandRules(t *testing.T) {
 				if want := map[bool]string{false: headSHA, true: j.sha}[tc.afterMerge]; work.changes[0].SHA != want {
 					t.Errorf("ran at %s, want %s", work.changes[0].SHA, want)
 				}
+				// A merge is one request however often it comes; a
+				// comment is its own (an executor's Job is named so).
+				if want := map[bool]string{false: "comment 99", true: "merge"}[tc.afterMerge]; work.changes[0].Options.Trigger != want {
+					t.Errorf("trigger %q, want %q", work.changes[0].Options.Trigger, want)
+				}
+				if got := work.changes[0].Options.Merge != nil; got != tc.afterMerge {
+					t.Errorf("merge order set: %v, want %v", got, tc.afterMerge)
+				}
 			case len(work.unlocks) == 1:
 				did = "unlock"
 			case len(work.changes)+len(work.unlocks) > 1:

@@ -1,4 +1,4 @@
-package bot
+package workflow
 
 import (
 	"strings"
@@ -8,7 +8,10 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 )
 
-func TestMergeSkip(t *testing.T) {
+// TestMergeOrder: a merge applies unless its own apply is done, a newer
+// merge applied first or, when recovering, its failure was reported or
+// someone applied the stack by hand since.
+func TestMergeOrder(t *testing.T) {
 	merged := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	const sha = "aaaaaaaaaa"
 	rel := func(rev uint64, phase model.Phase, o model.Origin, created time.Time, msg string) *model.Release {
@@ -41,7 +44,7 @@ func TestMergeSkip(t *testing.T) {
 				recovering bool
 				want       string
 			}{{false, tc.delivery}, {true, tc.recovering}} {
-				got := mergeSkip(sha, merged, mode.recovering)(tc.latest)
+				got := MergeOrder{SHA: sha, MergedAt: merged, Recovering: mode.recovering}.Skip(tc.latest)
 				if (mode.want == "") != (got == "") || !strings.HasPrefix(got, mode.want) {
 					t.Errorf("recovering=%v: skip %q, want %q", mode.recovering, got, mode.want)
 				}

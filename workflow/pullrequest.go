@@ -386,9 +386,7 @@ func (c *Change) relative(err error) error {
 	if err == nil {
 		return nil
 	}
-	root := strings.TrimSuffix(filepath.ToSlash(c.Root), "/") + "/"
-	msg := model.MaskFingerprints(strings.ReplaceAll(err.Error(), root, ""))
-	return errors.New(msg)
+	return relativeTo(c.Root, err)
 }
 
 func firstLine(s string) string {

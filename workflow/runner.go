@@ -72,8 +72,13 @@ type Options struct {
 	// machines queue up without knowing of each other.
 	WaitHeld time.Duration
 	// Skip, if set, is asked with the stack's latest release (nil if none)
-	// before anything runs; a reason skips the stack.
+	// before anything runs; a reason skips the stack. Without it, Merge's
+	// Skip is asked.
 	Skip func(latest *model.Release) string
+	// Merge is set for a merge's apply: merges apply in merge order.
+	Merge *MergeOrder
+	// Trigger tells apart two requests of the same work (Request.Trigger).
+	Trigger string
 	// CheckoutRoot is the repository checkout the stacks lie in:
 	// project.yaml and workspaces/ are not looked for above it, and files
 	// a spec's context names must lie in it. Empty: a stack on one's own
@@ -164,6 +169,9 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 		return run
 	}
 	run.Stack = st
+	if opts.Skip == nil && opts.Merge != nil {
+		opts.Skip = opts.Merge.Skip
+	}
 	ws := st.WorkspaceName(opts.Workspace)
 	run.Workspace = ws
 	target := engine.Stack{Project: st.Project.Name, Workspace: ws, Stack: st.Name, Origin: opts.Origin}

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sethvargo/go-githubactions"
 	"golang.org/x/term"
@@ -70,6 +71,7 @@ commands:
             resources and record a release
   generate  print the stack's Spec (generated from main.yaml, or spec.yaml)
   unlock    end a release left running (its runner died), recording why
+  execute   run one request of the bot's as its worker (a Kubernetes Job)
   help      this text; "action COMMAND --help" lists a command's flags
 
 Run with no arguments under GitHub Actions (GITHUB_ACTIONS=true), the event
@@ -82,6 +84,7 @@ var commandUsage = map[string]string{
 	"apply":    "usage: action apply --stack DIR [flags]\n\nPreviews the stack, asks (unless --yes), applies the changes, waits for the\nresources to be ready and records a release in the --backend store.\n",
 	"destroy":  "usage: action destroy --stack DIR [flags]\n\nPreviews the deletion, asks (unless --yes), deletes every resource of the\nstack's latest release and records a release in the --backend store.\n",
 	"generate": "usage: action generate --stack DIR [--workspace NAME] [-o FILE] [--format yaml|json]\n\nPrints the stack's Spec, as kusion generate does: the one generated from\nmain.yaml with the stack's workspace, or its spec.yaml.\n",
+	"execute":  "usage: action execute --request JSON [--backend URL] [flags]\n\nRuns one stack's request as a worker away from the bot (a Kubernetes Job):\nunpacks the checkout the bot left in the --backend store, runs the request's\ncommand on its stack and leaves the result there for the bot to report. The\nexit code is 1 when the stack failed.\n",
 	"unlock":   "usage: action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]\n\nEnds a release left running (its runner died) by hand, recording who and\nwhy, as kusion release unlock does.\n",
 }
 
@@ -129,12 +132,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "generate":
 		return generateSpec(ctx, args[1:], stdout, stderr)
 	}
+	execute := args[0] == "execute"
 	cmd, err := workflow.ParseCommand(args[0])
-	if err != nil {
+	if err != nil && !execute {
 		fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
 	fs := newFlags(stderr)
+	var request *string
+	var holdWait *time.Duration
+	if execute {
+		cmd = "execute"
+		request = fs.String("request", os.Getenv("KUSIONPR_REQUEST"), "the request to run, as JSON (env KUSIONPR_REQUEST)")
+		holdWait = fs.Duration("hold-wait", 30*time.Minute, "how long an apply waits for another run holding its stack to end")
+	}
 	var (
 		stack       = fs.String("stack", ".", "stack folder (holds stack.yaml; project.yaml is in it or above it)")
 		workspace   = fs.String("workspace", "", "workspace name (default: stack.yaml's workspace, else the workspace named after the stack, else default)")
@@ -196,6 +207,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	runner := &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}
+	if execute {
+		opts.WaitHeld = *holdWait
+		return executeRequest(ctx, runner, *request, opts, stdout, stderr)
+	}
 	if cmd != workflow.Preview && !*yes && !*dryRun {
 		// Show the plan first, then ask; the apply itself re-plans under its lock.
 		opts.DryRun = true

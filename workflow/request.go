@@ -1,0 +1,238 @@
+package workflow
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/engine/project"
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
+	"github.com/kusionpr/kusionpr/model"
+)
+
+// Request is one stack's work as data: what to do, to which stack, at which
+// commit, for whom. An executor that runs the work outside this process (a
+// Kubernetes Job, a workflow run) is handed a Request as JSON, and runs it
+// exactly as this process would have.
+type Request struct {
+	Command Command `json:"command"`
+	// Stack is the stack's folder, slash-separated, relative to the
+	// repository root.
+	Stack string `json:"stack"`
+	// Commit is the commit the stack runs at.
+	Commit          string `json:"commit"`
+	Workspace       string `json:"workspace,omitempty"`
+	DryRun          bool   `json:"dryRun,omitempty"`
+	Offline         bool   `json:"offline,omitempty"`
+	RecordUnchanged bool   `json:"recordUnchanged,omitempty"`
+	// Origin is who asked, from which pull request and repository; the
+	// release records it.
+	Origin model.Origin `json:"origin"`
+	// Trigger tells apart two requests of the same work at the same commit:
+	// "merge" for a merge's apply, "comment <id>" for a command. The same
+	// trigger delivered twice, or handled by two bots, is one request.
+	Trigger string `json:"trigger,omitempty"`
+	// Merge is set for a merge's apply: merges apply in merge order.
+	Merge *MergeOrder `json:"merge,omitempty"`
+}
+
+// NewRequest is the request of running cmd on the stack in dir, a folder of
+// opts.CheckoutRoot, with opts.
+func NewRequest(cmd Command, dir string, opts Options) (Request, error) {
+	if opts.CheckoutRoot == "" {
+		return Request{}, fmt.Errorf("request for %s: no checkout root to name the stack from", dir)
+	}
+	rel, err := filepath.Rel(opts.CheckoutRoot, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return Request{}, fmt.Errorf("request for %s: not inside the checkout %s", dir, opts.CheckoutRoot)
+	}
+	r := Request{Command: cmd, Stack: filepath.ToSlash(rel), Workspace: opts.Workspace, DryRun: opts.DryRun, Offline: opts.Offline,
+		RecordUnchanged: opts.RecordUnchanged, Trigger: opts.Trigger, Merge: opts.Merge}
+	if opts.Origin != nil {
+		r.Origin = *opts.Origin
+		r.Commit = opts.Origin.SHA
+	}
+	return r, r.Check()
+}
+
+// Check refuses a request no run may take: an unknown command, a stack
+// outside the repository, no commit.
+func (r Request) Check() error {
+	if _, err := ParseCommand(string(r.Command)); err != nil {
+		return fmt.Errorf("request: %w", err)
+	}
+	if r.Stack == "" || path.IsAbs(r.Stack) || path.Clean(r.Stack) != r.Stack || r.Stack == ".." || strings.HasPrefix(r.Stack, "../") {
+		return fmt.Errorf("request: stack %q is not a folder inside the repository", r.Stack)
+	}
+	if !commitName.MatchString(r.Commit) {
+		return fmt.Errorf("request: commit %q is not a commit's hex name", r.Commit)
+	}
+	return nil
+}
+
+var commitName = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
+
+// ID names the request: the same repository, stack, workspace, commit,
+// command and trigger give the same id, in every process. It is a valid
+// Kubernetes name and work file name.
+func (r Request) ID() string {
+	var repo int64
+	if r.Origin.Repository != nil {
+		repo = r.Origin.Repository.ID
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%s\x00%s\x00%t\x00%s", repo, r.Stack, r.Workspace, r.Commit, r.Command, r.DryRun, r.Trigger)
+	return string(r.Command) + "-" + hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+// CheckoutID names the work files of r's checkout: one per repository and
+// commit, shared by the requests of every stack at that commit.
+func (r Request) CheckoutID() string {
+	var repo int64
+	if r.Origin.Repository != nil {
+		repo = r.Origin.Repository.ID
+	}
+	return fmt.Sprintf("checkout-%d-%s", repo, strings.ToLower(r.Commit))
+}
+
+// Options are the options of running r in the checkout at root; base gives
+// what a request does not carry (the store, the logger, the runner's
+// settings).
+func (r Request) Options(root string, base Options) (dir string, opts Options) {
+	opts = base
+	opts.CheckoutRoot = root
+	opts.Workspace, opts.DryRun, opts.Offline, opts.RecordUnchanged = r.Workspace, r.DryRun, r.Offline, r.RecordUnchanged
+	origin := r.Origin
+	opts.Origin = &origin
+	opts.Trigger, opts.Merge = r.Trigger, r.Merge
+	return filepath.Join(root, filepath.FromSlash(r.Stack)), opts
+}
+
+// MergeOrder is a merge's place in the order merges apply in.
+type MergeOrder struct {
+	SHA      string    `json:"sha"`
+	MergedAt time.Time `json:"mergedAt"`
+	// Recovering: the apply was found undone after a restart, not
+	// delivered.
+	Recovering bool `json:"recovering,omitempty"`
+}
+
+// Skip says why the merge is not applied over the stack's latest release
+// (nil if none), "" to apply it.
+//
+// A merge older than the one the stack's latest release applied is never
+// applied over it: deliveries and queues do not keep merge order. A
+// recovery pass also leaves alone a merge whose apply failed and was
+// reported, and a stack someone applied by other means since the merge; a
+// delivery, which GitHub redelivers only when asked, retries.
+func (m MergeOrder) Skip(latest *model.Release) string {
+	if latest == nil {
+		return ""
+	}
+	o := latest.Origin
+	if o == nil {
+		o = &model.Origin{}
+	}
+	ours := o.SHA == m.SHA
+	switch {
+	case ours && latest.Phase == model.PhaseSucceeded:
+		return fmt.Sprintf("release %d applied this merge already", latest.Revision)
+	case ours && m.Recovering && latest.Phase == model.PhaseFailed && !Interrupted(latest.Message):
+		return fmt.Sprintf("release %d of this merge failed and was reported; apply again with /kusion apply", latest.Revision)
+	case ours:
+		// Running (its holder may be dead: the backend's lease decides)
+		// or interrupted: do it again.
+		return ""
+	case !o.MergedAt.IsZero() && o.MergedAt.After(m.MergedAt):
+		return fmt.Sprintf("release %d applied a newer merge (#%d, %s)", latest.Revision, o.PullRequest, mdsafe.Code(shortSHA(o.SHA)))
+	case m.Recovering && o.MergedAt.IsZero() && latest.CreateTime.After(m.MergedAt):
+		return fmt.Sprintf("release %d, made after this merge, applied the stack since", latest.Revision)
+	}
+	return ""
+}
+
+// Interrupted tells a release its run's cancellation ended (a drain past
+// its deadline) from one that failed by itself or was unlocked by hand.
+func Interrupted(msg string) bool {
+	return strings.Contains(msg, context.Canceled.Error()) || strings.Contains(msg, context.DeadlineExceeded.Error())
+}
+
+// RequestResult is what a request's run leaves for the process that asked
+// for it: enough to report the stack as if it had run there. It holds what
+// a comment may show and nothing more (previews are public views; the
+// release is read from the store by its revision).
+type RequestResult struct {
+	Request   string          `json:"request"`
+	Project   string          `json:"project,omitempty"`
+	StackName string          `json:"stackName,omitempty"`
+	Workspace string          `json:"workspace,omitempty"`
+	Preview   *engine.Preview `json:"preview,omitempty"`
+	// Revision is the release the run wrote, 0 for none.
+	Revision  uint64 `json:"revision,omitempty"`
+	Skipped   string `json:"skipped,omitempty"`
+	Unchanged bool   `json:"unchanged,omitempty"`
+	// Error is the run's error, its paths relative to the checkout.
+	Error string `json:"error,omitempty"`
+}
+
+// ResultFile is the work file a request's result is written to.
+const ResultFile = "result.json"
+
+// NewRequestResult is what run, of the request id in the checkout at root,
+// leaves.
+func NewRequestResult(id, root string, run *StackResult) RequestResult {
+	res := RequestResult{Request: id, Workspace: run.Workspace, Preview: run.Preview, Skipped: run.Skipped, Unchanged: run.Unchanged}
+	if run.Stack != nil && run.Stack.Project != nil {
+		res.Project, res.StackName = run.Stack.Project.Name, run.Stack.Name
+	}
+	if run.Release != nil {
+		res.Revision = run.Release.Revision
+	}
+	if run.Err != nil {
+		res.Error = relativeTo(root, run.Err).Error()
+	}
+	return res
+}
+
+// StackResult is the result as the workflow reports it; release is the one
+// it names, read from the store (nil if none).
+func (res RequestResult) StackResult(release *model.Release) *StackResult {
+	run := &StackResult{Workspace: res.Workspace, Preview: res.Preview, Release: release, Skipped: res.Skipped, Unchanged: res.Unchanged}
+	if res.Project != "" {
+		run.Stack = &project.Stack{Name: res.StackName, Project: &project.Project{Name: res.Project}}
+	}
+	if res.Error != "" {
+		run.Err = errors.New(res.Error)
+	}
+	return run
+}
+
+// Encode is the result as stored.
+func (res RequestResult) Encode() ([]byte, error) { return json.Marshal(res) }
+
+// DecodeRequestResult reads a stored result, refusing one of another request.
+func DecodeRequestResult(id string, data []byte) (RequestResult, error) {
+	var res RequestResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		return res, fmt.Errorf("result of %s: %w", id, err)
+	}
+	if res.Request != id {
+		return res, fmt.Errorf("result of %s names request %q", id, res.Request)
+	}
+	return res, nil
+}
+
+// relativeTo shows paths inside the checkout at root relative to it.
+func relativeTo(root string, err error) error {
+	prefix := strings.TrimSuffix(filepath.ToSlash(root), "/") + "/"
+	return errors.New(model.MaskFingerprints(strings.ReplaceAll(err.Error(), prefix, "")))
+}
