@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
@@ -128,6 +129,13 @@ type Config struct {
 	// besides PATH, HOME, TMPDIR, locale and proxies (KUSIONPR_MODULE_ENV).
 	ModuleEnv []string `json:"moduleEnv"`
 
+	// Executor is where a stack's preview or apply runs
+	// (KUSIONPR_EXECUTOR): in-process (default), or kubernetes, a Job per
+	// stack as KubernetesJobs says (the YAML file's kubernetesJobs), in
+	// which case the bot needs no access to the stacks' clusters or clouds.
+	Executor       string          `json:"executor"`
+	KubernetesJobs *kubejob.Config `json:"kubernetesJobs"`
+
 	specAllow kubernetes.Allowance
 }
 
@@ -196,6 +204,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	str("KUSIONPR_WORKSPACE", &c.Workspace)
 	str("KUSIONPR_ROOT", &c.Root)
 	num("KUSIONPR_CONCURRENCY", func(n int64) { c.Concurrency = int(n) })
+	str("KUSIONPR_EXECUTOR", &c.Executor)
 	str("KUSIONPR_COMMENT", &c.Comment)
 	num("KUSIONPR_COMBINE_ABOVE", func(n int64) { c.CombineAbove = int(n) })
 	strs := func(name string, dst *[]string) {
@@ -290,6 +299,18 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	case "always", "on-change", "combined", "never":
 	default:
 		errs = append(errs, fmt.Errorf("KUSIONPR_COMMENT: %q is not always, on-change, combined or never", c.Comment))
+	}
+	switch c.Executor {
+	case "", "in-process":
+		c.Executor = "in-process"
+	case "kubernetes":
+		if c.KubernetesJobs == nil {
+			errs = append(errs, errors.New("KUSIONPR_EXECUTOR is kubernetes, but the configuration file has no kubernetesJobs: the image, namespace and ServiceAccount of the Jobs"))
+		} else if err := c.KubernetesJobs.Check(); err != nil {
+			errs = append(errs, err)
+		}
+	default:
+		errs = append(errs, fmt.Errorf("KUSIONPR_EXECUTOR: %q is not in-process or kubernetes", c.Executor))
 	}
 	if c.CombineAbove < 0 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_COMBINE_ABOVE must be a number of stacks (0 never combines), not %d", c.CombineAbove))

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/webhook"
@@ -70,7 +71,17 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	b.client = func(installation int64, owner, repo string) (gitHub, error) {
 		return b.app.Installation(installation, owner, repo)
 	}
-	b.login, b.work = b.app.Login, workflowWork{runner: &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore}}
+	work := workflowWork{runner: &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore}}
+	if cfg.Executor == "kubernetes" {
+		x, err := kubejob.New(*cfg.KubernetesJobs, log)
+		if err != nil {
+			return nil, err
+		}
+		// The stacks run in Jobs: the bot keeps no way to reach their
+		// clusters or run Terraform.
+		work = workflowWork{runner: &workflow.Runner{OpenStore: workflow.OpenStore}, stacks: x}
+	}
+	b.login, b.work = b.app.Login, work
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)
 	b.budget = webhook.NewBudget(cfg.MaxUnverifiedBytes, budgetWait)
 	b.ready.Store(true)

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kusionpr/kusionpr/internal/githubfake"
+	"github.com/kusionpr/kusionpr/internal/testenv"
+)
+
+var (
+	actionOnce sync.Once
+	actionBin  string
+	actionErr  error
+)
+
+// actionBinary is the image's entrypoint, which the Jobs run.
+func actionBinary(t *testing.T) string {
+	t.Helper()
+	actionOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kusionpr-action")
+		if err != nil {
+			actionErr = err
+			return
+		}
+		actionBin = filepath.Join(dir, "action")
+		if out, err := exec.Command("go", "build", "-o", actionBin, "../action").CombinedOutput(); err != nil {
+			actionErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if actionErr != nil {
+		t.Fatal(actionErr)
+	}
+	return actionBin
+}
+
+// jobsSetup is the cluster side of a bot whose stacks run as Jobs: a
+// namespace for the Jobs; the bot's own ServiceAccount there, which may
+// manage Jobs and read their pods and nothing else; the workspace's
+// ServiceAccount the Jobs run as, which may change the stack's namespace;
+// the store's credentials in a Secret.
+type jobsSetup struct {
+	client     kubernetes.Interface
+	ns         string
+	botAccount string
+}
+
+// withJobs makes the world's bot run its stacks as Jobs, with no
+// kubeconfig of its own for the stacks.
+func withJobs(setup *jobsSetup) worldOption {
+	return func(w *world) {
+		t := w.t
+		ctx := context.Background()
+		rc, err := clientcmd.BuildConfigFromFlags("", testenv.Kubeconfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := kubernetes.NewForConfigOrDie(rc)
+		jobs := w.ns + "-jobs"
+		*setup = jobsSetup{client: client, ns: jobs, botAccount: "kusionpr-bot"}
+		for _, ns := range []string{jobs, w.ns} {
+			if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() { client.CoreV1().Namespaces().Delete(context.Background(), jobs, metav1.DeleteOptions{}) })
+		for _, sa := range []string{"kusionpr-bot", "runner"} {
+			if _, err := client.CoreV1().ServiceAccounts(jobs).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		must := func(_ any, err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The bot: Jobs and their pods in its namespace, nothing more.
+		must(client.RbacV1().Roles(jobs).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "kusionpr-bot"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list"}},
+		}}, metav1.CreateOptions{}))
+		must(client.RbacV1().RoleBindings(jobs).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kusionpr-bot"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "kusionpr-bot", Namespace: jobs}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "kusionpr-bot"}}, metav1.CreateOptions{}))
+		// The workspace's runner: the stack's namespace (which its spec
+		// also declares, a cluster-wide object).
+		must(client.RbacV1().RoleBindings(w.ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "runner"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "runner", Namespace: jobs}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"}}, metav1.CreateOptions{}))
+		must(client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: jobs + "-namespaces"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{w.ns}, Verbs: []string{"get", "patch", "update"}},
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch", "create"}},
+		}}, metav1.CreateOptions{}))
+		must(client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: jobs + "-namespaces"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "runner", Namespace: jobs}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: jobs + "-namespaces"}}, metav1.CreateOptions{}))
+		t.Cleanup(func() {
+			client.RbacV1().ClusterRoleBindings().Delete(context.Background(), jobs+"-namespaces", metav1.DeleteOptions{})
+			client.RbacV1().ClusterRoles().Delete(context.Background(), jobs+"-namespaces", metav1.DeleteOptions{})
+		})
+		must(client.CoreV1().Secrets(jobs).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store"}, StringData: map[string]string{
+			"AWS_ACCESS_KEY_ID": os.Getenv("AWS_ACCESS_KEY_ID"), "AWS_SECRET_ACCESS_KEY": os.Getenv("AWS_SECRET_ACCESS_KEY"), "AWS_REGION": "us-east-1",
+		}}, metav1.CreateOptions{}))
+
+		config := map[string]any{"kubernetesJobs": map[string]any{
+			"image":          "kusionpr-test/action:none",
+			"kubeconfig":     testenv.ServiceAccountKubeconfig(t, client, jobs, "kusionpr-bot"),
+			"namespace":      jobs,
+			"serviceAccount": "runner",
+			// No node has it: the test's stand-in kubelet runs the pods.
+			"nodeSelector": map[string]string{"kusionpr-test/pool": "stand-in-kubelet"},
+			"envFrom":      []any{map[string]any{"secretRef": map[string]any{"name": "store"}}},
+		}}
+		raw, _ := json.Marshal(config)
+		path := filepath.Join(t.TempDir(), "bot.yaml")
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// The bot keeps no way to the stacks' cluster.
+		var env []string
+		for _, kv := range w.env {
+			if !strings.HasPrefix(kv, "KUBECONFIG=") {
+				env = append(env, kv)
+			}
+		}
+		w.env = append(env, "KUSIONPR_EXECUTOR=kubernetes", "KUSIONPR_CONFIG="+path, "KUBERNETES_SERVICE_HOST=")
+	}
+}
+
+// TestMergeAppliesThroughAJob: with the Kubernetes executor, a merge's
+// apply runs as a Job of the workspace's ServiceAccount, and the bot,
+// which may not read the stack's namespace and holds no kubeconfig for it,
+// reports the result on the pull request. The Job holds neither the App's
+// key nor the webhook secret nor the store's secret key.
+func TestMergeAppliesThroughAJob(t *testing.T) {
+	var jobs jobsSetup
+	w := newWorld(t, withJobs(&jobs))
+	const number, head, merge = 31, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "cccccccccccccccccccccccccccccccccccccccc"
+	w.pullRequest(number, head)
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+	if d := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); d.Status != http.StatusAccepted {
+		t.Fatalf("merge delivery answered %d: %s", d.Status, d.Body)
+	}
+
+	var job *batchv1.Job
+	w.waitFor("the apply's Job", func() bool {
+		list, err := jobs.client.BatchV1().Jobs(jobs.ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil || len(list.Items) == 0 {
+			return false
+		}
+		job = &list.Items[0]
+		return true
+	})
+	if sa := job.Spec.Template.Spec.ServiceAccountName; sa != "runner" {
+		t.Errorf("the Job runs as %q, want the workspace's runner", sa)
+	}
+	raw, _ := json.Marshal(job)
+	key := ""
+	for _, kv := range w.env {
+		if v, ok := strings.CutPrefix(kv, "KUSIONPR_APP_PRIVATE_KEY_PATH="); ok {
+			b, err := os.ReadFile(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key = strings.Split(strings.TrimSpace(string(b)), "\n")[1]
+		}
+	}
+	for what, s := range map[string]string{"the App's key": key, "the webhook secret": secret, "the store's secret key": os.Getenv("AWS_SECRET_ACCESS_KEY")} {
+		if s == "" || strings.Contains(string(raw), s) {
+			t.Errorf("%s is in the Job (or unknown to the test)", what)
+		}
+	}
+	review, err := jobs.client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + jobs.ns + ":" + jobs.botAccount,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: w.ns, Verb: "get", Resource: "configmaps"},
+	}}, metav1.CreateOptions{})
+	if err != nil || review.Status.Allowed {
+		t.Fatalf("the bot's identity may read the stack's namespace (%v): the test proves nothing", err)
+	}
+
+	pod := testenv.JobPod(t, jobs.client, jobs.ns, job.Name)
+	kubelet := testenv.Kubelet{Client: jobs.client, Entrypoint: actionBinary(t)}
+	if code, log := kubelet.Run(t, pod); code != 0 {
+		t.Fatalf("the Job's worker exited %d:\n%s", code, log)
+	}
+	w.waitFor("the apply's comment", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
+	if w.commentsContaining(number, "release 1 succeeded") != 1 {
+		t.Errorf("comment: %+v", w.gh.Comments(w.owner, w.repo, number))
+	}
+	if got := kubectlGet(t, w.ns); got != "bot" {
+		t.Errorf("the ConfigMap holds %q, want the merge's value", got)
+	}
+	if !strings.Contains(w.logs(), "Job created") {
+		t.Errorf("the bot's log does not say it made the Job:\n%s", w.logs())
+	}
+}
