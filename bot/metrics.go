@@ -1,11 +1,15 @@
 package bot
 
 import (
+	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kusionpr/kusionpr/workflow"
 )
 
 // metrics are the bot's Prometheus series, in a registry of its own.
@@ -18,6 +22,15 @@ type metrics struct {
 	apiCalls  *prometheus.CounterVec
 	rateLeft  prometheus.Gauge
 	rateWait  prometheus.Counter
+
+	// Per executor: stacks handed over, in flight, their results, and the
+	// time from the hand-over to the work's start where it runs and to
+	// its result.
+	dispatched *prometheus.CounterVec
+	inFlight   *prometheus.GaugeVec
+	results    *prometheus.CounterVec
+	toStart    *prometheus.HistogramVec
+	toEnd      *prometheus.HistogramVec
 }
 
 func newMetrics() *metrics {
@@ -37,7 +50,18 @@ func newMetrics() *metrics {
 		rateWait: prometheus.NewCounter(prometheus.CounterOpts{Name: "kusionpr_github_rate_limit_wait_seconds_total",
 			Help: "Time GitHub requests waited for GitHub's rate limits (and retried a server error), in all."}),
 	}
-	m.reg.MustRegister(m.webhooks, m.runs, m.durations, m.queue, m.apiCalls, m.rateLeft, m.rateWait)
+	m.dispatched = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kusionpr_executor_dispatched_total",
+		Help: "Stack runs handed to the executor."}, []string{"executor"})
+	m.inFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kusionpr_executor_running",
+		Help: "Stack runs handed to the executor and not finished (waiting to start, or running)."}, []string{"executor"})
+	m.results = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kusionpr_executor_results_total",
+		Help: "Stack runs the executor finished, by result (succeeded, failed, skipped)."}, []string{"executor", "result"})
+	m.toStart = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kusionpr_executor_start_seconds",
+		Help: "Time from handing a stack run to the executor to its start where it runs.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"executor"})
+	m.toEnd = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kusionpr_executor_run_seconds",
+		Help: "Time from handing a stack run to the executor to its result.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 14)}, []string{"executor"})
+	m.reg.MustRegister(m.webhooks, m.runs, m.durations, m.queue, m.apiCalls, m.rateLeft, m.rateWait,
+		m.dispatched, m.inFlight, m.results, m.toStart, m.toEnd)
 	return m
 }
 
@@ -64,4 +88,33 @@ func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// observed is an executor whose runs the metrics count.
+type observed struct {
+	next     workflow.StackRunner
+	executor string
+	m        *metrics
+}
+
+func (o observed) RunStack(ctx context.Context, cmd workflow.Command, dir string, opts workflow.Options) *workflow.StackResult {
+	handed := time.Now()
+	o.m.dispatched.WithLabelValues(o.executor).Inc()
+	o.m.inFlight.WithLabelValues(o.executor).Inc()
+	defer o.m.inFlight.WithLabelValues(o.executor).Dec()
+	run := o.next.RunStack(ctx, cmd, dir, opts)
+	if !run.Started.IsZero() {
+		// A worker's clock may be a little behind ours.
+		o.m.toStart.WithLabelValues(o.executor).Observe(max(run.Started.Sub(handed), 0).Seconds())
+	}
+	o.m.toEnd.WithLabelValues(o.executor).Observe(time.Since(handed).Seconds())
+	result := "succeeded"
+	switch {
+	case run.Err != nil:
+		result = "failed"
+	case run.Skipped != "":
+		result = "skipped"
+	}
+	o.m.results.WithLabelValues(o.executor, result).Inc()
+	return run
 }

@@ -71,7 +71,8 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	b.client = func(installation int64, owner, repo string) (gitHub, error) {
 		return b.app.Installation(installation, owner, repo)
 	}
-	work := workflowWork{runner: &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore}}
+	runner := &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore}
+	work := workflowWork{runner: runner, stacks: observed{next: runner, executor: cfg.Executor, m: m}}
 	if cfg.Executor == "kubernetes" {
 		x, err := kubejob.New(*cfg.KubernetesJobs, log)
 		if err != nil {
@@ -79,7 +80,7 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 		}
 		// The stacks run in Jobs: the bot keeps no way to reach their
 		// clusters or run Terraform.
-		work = workflowWork{runner: &workflow.Runner{OpenStore: workflow.OpenStore}, stacks: x}
+		work = workflowWork{runner: &workflow.Runner{OpenStore: workflow.OpenStore}, stacks: observed{next: x, executor: cfg.Executor, m: m}}
 	}
 	b.login, b.work = b.app.Login, work
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)

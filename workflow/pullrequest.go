@@ -277,6 +277,10 @@ func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 		so.Skipped = run.Skipped
 		return so
 	}
+	if run.ReportedElsewhere != "" {
+		log.Info("not reported here", "reason", run.ReportedElsewhere)
+		return so
+	}
 
 	p := run.Preview
 	if p == nil {

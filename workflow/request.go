@@ -182,15 +182,21 @@ type RequestResult struct {
 	Unchanged bool   `json:"unchanged,omitempty"`
 	// Error is the run's error, its paths relative to the checkout.
 	Error string `json:"error,omitempty"`
+	// Started is when the worker began the run.
+	Started time.Time `json:"started,omitzero"`
 }
 
-// ResultFile is the work file a request's result is written to.
-const ResultFile = "result.json"
+// ResultFile is the work file a request's result is written to;
+// ReportFile the one the process reporting it takes, written once.
+const (
+	ResultFile = "result.json"
+	ReportFile = "report"
+)
 
 // NewRequestResult is what run, of the request id in the checkout at root,
 // leaves.
 func NewRequestResult(id, root string, run *StackResult) RequestResult {
-	res := RequestResult{Request: id, Workspace: run.Workspace, Preview: run.Preview, Skipped: run.Skipped, Unchanged: run.Unchanged}
+	res := RequestResult{Request: id, Workspace: run.Workspace, Preview: run.Preview, Skipped: run.Skipped, Unchanged: run.Unchanged, Started: run.Started}
 	if run.Stack != nil && run.Stack.Project != nil {
 		res.Project, res.StackName = run.Stack.Project.Name, run.Stack.Name
 	}
@@ -206,7 +212,7 @@ func NewRequestResult(id, root string, run *StackResult) RequestResult {
 // StackResult is the result as the workflow reports it; release is the one
 // it names, read from the store (nil if none).
 func (res RequestResult) StackResult(release *model.Release) *StackResult {
-	run := &StackResult{Workspace: res.Workspace, Preview: res.Preview, Release: release, Skipped: res.Skipped, Unchanged: res.Unchanged}
+	run := &StackResult{Workspace: res.Workspace, Preview: res.Preview, Release: release, Skipped: res.Skipped, Unchanged: res.Unchanged, Started: res.Started}
 	if res.Project != "" {
 		run.Stack = &project.Stack{Name: res.StackName, Project: &project.Project{Name: res.Project}}
 	}

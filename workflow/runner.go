@@ -110,6 +110,13 @@ type StackResult struct {
 	// release (Options.RecordUnchanged is off).
 	Unchanged bool
 	Err       error
+	// Started is when the work began where it ran (this process, or an
+	// executor's worker); zero if it never did.
+	Started time.Time
+	// ReportedElsewhere says why another process reports this run: of
+	// the bots waiting for one request run away, the first to take its
+	// result reports it.
+	ReportedElsewhere string
 }
 
 // RuntimeTarget is what a RuntimeFactory is told of the stack it builds
@@ -159,7 +166,7 @@ func (r *Runner) openStore(ctx context.Context, opts Options) (*backend.Store, s
 
 // RunStack loads the stack in dir and runs cmd on it.
 func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Options) *StackResult {
-	run := &StackResult{}
+	run := &StackResult{Started: time.Now()}
 	st, err := project.LoadStack(opts.CheckoutRoot, dir)
 	if err != nil && cmd == Destroy && errors.Is(err, fs.ErrNotExist) {
 		st, err = project.DeletedStack(opts.CheckoutRoot, dir)

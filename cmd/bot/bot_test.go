@@ -274,6 +274,11 @@ func TestMergeApplies(t *testing.T) {
 		`kusionpr_github_api_calls_total{code="201"}`,
 		`kusionpr_github_rate_limit_remaining 4999`,
 		`kusionpr_queue_depth 0`,
+		`kusionpr_executor_dispatched_total{executor="in-process"} 1`,
+		`kusionpr_executor_results_total{executor="in-process",result="succeeded"} 1`,
+		`kusionpr_executor_running{executor="in-process"} 0`,
+		`kusionpr_executor_start_seconds_count{executor="in-process"} 1`,
+		`kusionpr_executor_run_seconds_count{executor="in-process"} 1`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %s", want)

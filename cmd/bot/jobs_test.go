@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,7 +20,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kusionpr/kusionpr/internal/githubfake"
 	"github.com/kusionpr/kusionpr/internal/testenv"
@@ -67,24 +68,20 @@ func withJobs(setup *jobsSetup) worldOption {
 	return func(w *world) {
 		t := w.t
 		ctx := context.Background()
-		rc, err := clientcmd.BuildConfigFromFlags("", testenv.Kubeconfig(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		client := kubernetes.NewForConfigOrDie(rc)
+		client := testenv.Client(t)
 		jobs := w.ns + "-jobs"
 		*setup = jobsSetup{client: client, ns: jobs, botAccount: "kusionpr-bot"}
-		for _, ns := range []string{jobs, w.ns} {
-			if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+		testenv.Namespaces(t, client, jobs)
+		// The stack's namespace is the world's, deleted by it; made now
+		// for the runner's role in it.
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
 		}
-		t.Cleanup(func() { client.CoreV1().Namespaces().Delete(context.Background(), jobs, metav1.DeleteOptions{}) })
-		for _, sa := range []string{"kusionpr-bot", "runner"} {
-			if _, err := client.CoreV1().ServiceAccounts(jobs).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+		if _, err := client.CoreV1().ServiceAccounts(jobs).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kusionpr-bot"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
 		}
+		testenv.RunnerAccount(t, client, jobs, "runner", w.ns)
+		testenv.StoreSecret(t, client, jobs, "store")
 		must := func(_ any, err error) {
 			t.Helper()
 			if err != nil {
@@ -99,11 +96,8 @@ func withJobs(setup *jobsSetup) worldOption {
 		must(client.RbacV1().RoleBindings(jobs).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kusionpr-bot"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "kusionpr-bot", Namespace: jobs}},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "kusionpr-bot"}}, metav1.CreateOptions{}))
-		// The workspace's runner: the stack's namespace (which its spec
-		// also declares, a cluster-wide object).
-		must(client.RbacV1().RoleBindings(w.ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "runner"},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "runner", Namespace: jobs}},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"}}, metav1.CreateOptions{}))
+		// The workspace's runner may also touch the stack's namespace
+		// itself, which its spec declares (a cluster-wide object).
 		must(client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: jobs + "-namespaces"}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{w.ns}, Verbs: []string{"get", "patch", "update"}},
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch", "create"}},
@@ -115,10 +109,6 @@ func withJobs(setup *jobsSetup) worldOption {
 			client.RbacV1().ClusterRoleBindings().Delete(context.Background(), jobs+"-namespaces", metav1.DeleteOptions{})
 			client.RbacV1().ClusterRoles().Delete(context.Background(), jobs+"-namespaces", metav1.DeleteOptions{})
 		})
-		must(client.CoreV1().Secrets(jobs).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store"}, StringData: map[string]string{
-			"AWS_ACCESS_KEY_ID": os.Getenv("AWS_ACCESS_KEY_ID"), "AWS_SECRET_ACCESS_KEY": os.Getenv("AWS_SECRET_ACCESS_KEY"), "AWS_REGION": "us-east-1",
-		}}, metav1.CreateOptions{}))
-
 		config := map[string]any{"kubernetesJobs": map[string]any{
 			"image":          "kusionpr-test/action:none",
 			"kubeconfig":     testenv.ServiceAccountKubeconfig(t, client, jobs, "kusionpr-bot"),
@@ -210,5 +200,74 @@ func TestMergeAppliesThroughAJob(t *testing.T) {
 	}
 	if !strings.Contains(w.logs(), "Job created") {
 		t.Errorf("the bot's log does not say it made the Job:\n%s", w.logs())
+	}
+	resp, err := http.Get(w.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`kusionpr_executor_dispatched_total{executor="kubernetes"} 1`,
+		`kusionpr_executor_results_total{executor="kubernetes",result="succeeded"} 1`,
+		`kusionpr_executor_running{executor="kubernetes"} 0`,
+		`kusionpr_executor_start_seconds_count{executor="kubernetes"} 1`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestJobAdoptedAfterRestart: a bot killed while its Job runs leaves the
+// Job to the next bot, whose recovery pass finds the merge undone and
+// waits for that very Job; a redelivery to another replica makes no second
+// Job; the result is reported once.
+func TestJobAdoptedAfterRestart(t *testing.T) {
+	var jobs jobsSetup
+	w := newWorld(t, withJobs(&jobs))
+	const number, head, merge = 32, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "dddddddddddddddddddddddddddddddddddddddd"
+	w.pullRequest(number, head)
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+	if d := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); d.Status != http.StatusAccepted {
+		t.Fatalf("merge delivery answered %d: %s", d.Status, d.Body)
+	}
+	listJobs := func() []batchv1.Job {
+		list, err := jobs.client.BatchV1().Jobs(jobs.ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	w.waitFor("the apply's Job", func() bool { return len(listJobs()) > 0 })
+	w.bots[0].proc.Process.Kill() // SIGKILL: the Job runs on without it
+	w.bots[0].proc.Wait()
+
+	next := w.start() // its recovery pass finds the merge not applied
+	other := w.start()
+	// Taken, or coalesced with the merge its own recovery pass queued.
+	if d := githubfake.Deliver(t, other.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); d.Status/100 != 2 {
+		t.Fatalf("the redelivery answered %d: %s", d.Status, d.Body)
+	}
+	w.waitFor("both bots to wait for the Job", func() bool {
+		return strings.Contains(next.logs.String(), "adopting the Job") && strings.Contains(other.logs.String(), "adopting the Job")
+	})
+	if n := len(listJobs()); n != 1 {
+		t.Fatalf("%d Jobs for one merge, want one", n)
+	}
+	job := listJobs()[0]
+	pod := testenv.JobPod(t, jobs.client, jobs.ns, job.Name)
+	kubelet := testenv.Kubelet{Client: jobs.client, Entrypoint: actionBinary(t)}
+	if code, log := kubelet.Run(t, pod); code != 0 {
+		t.Fatalf("the Job's worker exited %d:\n%s", code, log)
+	}
+	w.waitFor("the apply's comment", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
+	time.Sleep(time.Second) // the other bot reports too: in the same comment
+	if n := w.commentsContaining(number, "Applied stack"); n != 1 {
+		t.Errorf("%d comments report the apply, want one", n)
+	}
+	if revs, _ := w.store().Revisions(context.Background(), "web", "default"); len(revs) != 1 {
+		t.Errorf("revisions %v: the merge was applied more than once", revs)
 	}
 }

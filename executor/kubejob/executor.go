@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -46,6 +47,37 @@ type Executor struct {
 
 	mu       sync.Mutex
 	watchers map[string]*watcher // by namespace
+	stores   map[string]openStore
+}
+
+type openStore struct {
+	store *backend.Store
+	where string
+}
+
+// store is the release store opts names, opened once for the executor's
+// life: a store's client (its connections, its certificates) is not worth
+// making again for every stack.
+func (x *Executor) store(ctx context.Context, opts workflow.Options) (*backend.Store, string, error) {
+	key := opts.Backend + "\x00" + opts.KusionHome
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if s, ok := x.stores[key]; ok {
+		return s.store, s.where, nil
+	}
+	open := x.OpenStore
+	if open == nil {
+		open = workflow.OpenStore
+	}
+	store, where, err := open(ctx, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	if x.stores == nil {
+		x.stores = map[string]openStore{}
+	}
+	x.stores[key] = openStore{store, where}
+	return store, where, nil
 }
 
 // RunStack runs cmd on the stack in dir as a Job, or adopts the Job
@@ -79,16 +111,11 @@ func (x *Executor) RunStack(ctx context.Context, cmd workflow.Command, dir strin
 	}
 	log = log.With("request", req.ID(), "job", s.namespace()+"/"+jobName(req.ID()))
 
-	open := x.OpenStore
-	if open == nil {
-		open = workflow.OpenStore
-	}
-	store, where, err := open(ctx, opts)
+	store, where, err := x.store(ctx, opts)
 	if err != nil {
 		run.Err = err
 		return run
 	}
-	defer store.Close()
 	run.Store = where
 	if err := workflow.PutCheckout(ctx, store, req, opts.CheckoutRoot); err != nil {
 		run.Err = err
@@ -129,6 +156,15 @@ func (x *Executor) RunStack(ctx context.Context, cmd workflow.Command, dir strin
 	out.Store = where
 	if out.Stack == nil {
 		out.Stack = st
+	}
+	// Every bot waiting for the request (a redelivery, a recovery pass,
+	// another replica) has the result now; one reports it.
+	host, _ := os.Hostname()
+	switch err := store.PutWork(ctx, req.ID(), workflow.ReportFile, fmt.Appendf(nil, "%s %d %s", host, os.Getpid(), time.Now().UTC().Format(time.RFC3339Nano))); {
+	case errors.Is(err, backend.ErrWorkExists):
+		out.ReportedElsewhere = "another bot took the result of " + req.ID() + " first and reports it"
+	case err != nil:
+		log.Warn("could not take the report of the result; reporting it all the same", "error", err)
 	}
 	return out
 }
@@ -279,6 +315,16 @@ func (x *Executor) watcher(ns string) (*watcher, error) {
 			}
 		}
 	}
+	// A wait reads a Job's name and status only; a day of finished Jobs
+	// (their TTL) stays cached, so the rest is not kept.
+	if err := inf.Informer().SetTransform(func(obj any) (any, error) {
+		if j, ok := obj.(*batchv1.Job); ok {
+			j.ManagedFields, j.Annotations, j.Spec = nil, nil, batchv1.JobSpec{}
+		}
+		return obj, nil
+	}); err != nil {
+		return nil, err
+	}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }, DeleteFunc: notify,
 	}); err != nil {
@@ -364,6 +410,10 @@ func New(c Config, log *slog.Logger) (*Executor, error) {
 		return nil, fmt.Errorf("kubernetesJobs: the cluster the Jobs run in: %w", err)
 	}
 	rc.UserAgent = "kusionpr-bot"
+	// client-go's default (5 requests a second) would queue a burst of
+	// merges behind each other for seconds; the API server's own priority
+	// and fairness protects it.
+	rc.QPS, rc.Burst = 50, 100
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetesJobs: %w", err)

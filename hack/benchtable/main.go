@@ -68,6 +68,7 @@ func rows() []row {
 	const (
 		kube = "preview 1,000 Kubernetes objects in 10 namespaces, 10% changed"
 		kapp = "apply the same 1,000 from empty"
+		jobs = "50 merges over 20 stacks as Kubernetes Jobs, two bots (a fifth delivered to both): from hand-over to the Job made"
 	)
 	return []row{
 		{Scenario: kube, Benchmark: "BenchmarkPreviewKubernetes", Ours: "ours-s", Reference: "kubectl-s", RefName: "kubectl diff --server-side", Unit: "s", target: target{"faster", 5}},
@@ -82,6 +83,11 @@ func rows() []row {
 		{Scenario: "… its peak memory", Benchmark: "BenchmarkCommentRender", Ours: "peak-MB", Unit: "MB", target: target{"below", 300}},
 		{Scenario: "webhook acknowledgement, 200 signed requests/s for 10 s while applies run", Benchmark: "BenchmarkWebhookAck", Ours: "p99-ms", Unit: "ms (p99)", target: target{"below", 20}},
 		{Scenario: "… requests lost", Benchmark: "BenchmarkWebhookAck", Ours: "lost-req", Unit: "requests", target: target{"equal", 0}},
+		{Scenario: jobs, Benchmark: "BenchmarkJobDispatch", Ours: "created-p50-ms", Unit: "ms (p50)"},
+		{Scenario: "… p99", Benchmark: "BenchmarkJobDispatch", Ours: "created-p99-ms", Unit: "ms (p99)"},
+		{Scenario: "… Jobs made for the 60 deliveries of the 50 merges", Benchmark: "BenchmarkJobDispatch", Ours: "jobs", Unit: "Jobs", target: target{"equal", 50}},
+		{Scenario: "… the bots' CPU per merge, merges 11 to 50", Benchmark: "BenchmarkJobDispatch", Ours: "cpu-ms-rest", Reference: "cpu-ms-first", RefName: "merges 1 to 10", Unit: "ms", target: target{"within", 1.3}},
+		{Scenario: "… their live heap after 50 merges", Benchmark: "BenchmarkJobDispatch", Ours: "heap-MB-rest", Reference: "heap-MB-first", RefName: "after 10; the Jobs stay cached until their TTL", Unit: "MB", target: target{"within", 1.5}},
 		{Scenario: "latest revision among 1,000 releases on MinIO", Benchmark: "BenchmarkLatestRelease", Ours: "requests@1000", Reference: "requests@10", RefName: "the same among 10 releases", Unit: "requests", target: target{"same", 0}},
 	}
 }

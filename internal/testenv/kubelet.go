@@ -12,6 +12,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -204,4 +205,57 @@ func JobPod(t testing.TB, client kubernetes.Interface, ns, job string) *corev1.P
 	}
 	t.Fatalf("the Job %s/%s made no pod within a minute", ns, job)
 	return nil
+}
+
+// RunnerAccount makes the ServiceAccount sa in ns, allowed to change (the
+// "edit" role) what the namespaces targets hold: a workspace's Jobs'
+// identity.
+func RunnerAccount(t testing.TB, client kubernetes.Interface, ns, sa string, targets ...string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range targets {
+		if _, err := client.RbacV1().RoleBindings(target).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + sa},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// StoreSecret makes the Secret name in ns holding the test S3 server's
+// credentials as the AWS SDK reads them from the environment: what a Job
+// gets by envFrom.
+func StoreSecret(t testing.TB, client kubernetes.Interface, ns, name string) {
+	t.Helper()
+	if _, err := client.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: map[string]string{
+		"AWS_ACCESS_KEY_ID": os.Getenv("KUSIONPR_TEST_S3_ACCESS_KEY"), "AWS_SECRET_ACCESS_KEY": os.Getenv("KUSIONPR_TEST_S3_SECRET_KEY"), "AWS_REGION": "us-east-1",
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Namespaces makes the namespaces names, deleted when the test ends.
+func Namespaces(t testing.TB, client kubernetes.Interface, names ...string) {
+	t.Helper()
+	for _, ns := range names {
+		if _, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	}
+}
+
+// Client is a client of the test cluster as its administrator.
+func Client(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", Kubeconfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(rc)
 }
