@@ -135,6 +135,12 @@ type Config struct {
 	// which case the bot needs no access to the stacks' clusters or clouds.
 	Executor       string          `json:"executor"`
 	KubernetesJobs *kubejob.Config `json:"kubernetesJobs"`
+	// ExecutorRules send some repositories' or stacks' runs to another
+	// executor (the YAML file's executorRules; the first match wins).
+	ExecutorRules []ExecutorRule `json:"executorRules"`
+	// UntrustedPreviews is the executor of the previews of pull requests
+	// from forks (KUSIONPR_UNTRUSTED_PREVIEWS; default: as the rules say).
+	UntrustedPreviews string `json:"untrustedPreviews"`
 
 	specAllow kubernetes.Allowance
 }
@@ -205,6 +211,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	str("KUSIONPR_ROOT", &c.Root)
 	num("KUSIONPR_CONCURRENCY", func(n int64) { c.Concurrency = int(n) })
 	str("KUSIONPR_EXECUTOR", &c.Executor)
+	str("KUSIONPR_UNTRUSTED_PREVIEWS", &c.UntrustedPreviews)
 	str("KUSIONPR_COMMENT", &c.Comment)
 	num("KUSIONPR_COMBINE_ABOVE", func(n int64) { c.CombineAbove = int(n) })
 	strs := func(name string, dst *[]string) {
@@ -300,17 +307,8 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("KUSIONPR_COMMENT: %q is not always, on-change, combined or never", c.Comment))
 	}
-	switch c.Executor {
-	case "", "in-process":
-		c.Executor = "in-process"
-	case "kubernetes":
-		if c.KubernetesJobs == nil {
-			errs = append(errs, errors.New("KUSIONPR_EXECUTOR is kubernetes, but the configuration file has no kubernetesJobs: the image, namespace and ServiceAccount of the Jobs"))
-		} else if err := c.KubernetesJobs.Check(); err != nil {
-			errs = append(errs, err)
-		}
-	default:
-		errs = append(errs, fmt.Errorf("KUSIONPR_EXECUTOR: %q is not in-process or kubernetes", c.Executor))
+	if err := c.checkExecutors(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.CombineAbove < 0 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_COMBINE_ABOVE must be a number of stacks (0 never combines), not %d", c.CombineAbove))

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/webhook"
@@ -72,17 +71,11 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 		return b.app.Installation(installation, owner, repo)
 	}
 	runner := &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore}
-	work := workflowWork{runner: runner, stacks: observed{next: runner, executor: cfg.Executor, m: m}}
-	if cfg.Executor == "kubernetes" {
-		x, err := kubejob.New(*cfg.KubernetesJobs, log)
-		if err != nil {
-			return nil, err
-		}
-		// The stacks run in Jobs: the bot keeps no way to reach their
-		// clusters or run Terraform.
-		work = workflowWork{runner: &workflow.Runner{OpenStore: workflow.OpenStore}, stacks: observed{next: x, executor: cfg.Executor, m: m}}
+	stacks, err := cfg.executors(runner, m, log)
+	if err != nil {
+		return nil, err
 	}
-	b.login, b.work = b.app.Login, work
+	b.login, b.work = b.app.Login, workflowWork{runner: runner, stacks: stacks}
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)
 	b.budget = webhook.NewBudget(cfg.MaxUnverifiedBytes, budgetWait)
 	b.ready.Store(true)

@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,32 +21,6 @@ import (
 	"github.com/kusionpr/kusionpr/internal/githubfake"
 	"github.com/kusionpr/kusionpr/internal/testenv"
 )
-
-var (
-	actionOnce sync.Once
-	actionBin  string
-	actionErr  error
-)
-
-// actionBinary is the image's entrypoint, which the Jobs run.
-func actionBinary(t *testing.T) string {
-	t.Helper()
-	actionOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kusionpr-action")
-		if err != nil {
-			actionErr = err
-			return
-		}
-		actionBin = filepath.Join(dir, "action")
-		if out, err := exec.Command("go", "build", "-o", actionBin, "../action").CombinedOutput(); err != nil {
-			actionErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if actionErr != nil {
-		t.Fatal(actionErr)
-	}
-	return actionBin
-}
 
 // jobsSetup is the cluster side of a bot whose stacks run as Jobs: a
 // namespace for the Jobs; the bot's own ServiceAccount there, which may
@@ -187,7 +158,7 @@ func TestMergeAppliesThroughAJob(t *testing.T) {
 	}
 
 	pod := testenv.JobPod(t, jobs.client, jobs.ns, job.Name)
-	kubelet := testenv.Kubelet{Client: jobs.client, Entrypoint: actionBinary(t)}
+	kubelet := testenv.Kubelet{Client: jobs.client, Entrypoint: testenv.Binary(t, "../action")}
 	if code, log := kubelet.Run(t, pod); code != 0 {
 		t.Fatalf("the Job's worker exited %d:\n%s", code, log)
 	}
@@ -258,7 +229,7 @@ func TestJobAdoptedAfterRestart(t *testing.T) {
 	}
 	job := listJobs()[0]
 	pod := testenv.JobPod(t, jobs.client, jobs.ns, job.Name)
-	kubelet := testenv.Kubelet{Client: jobs.client, Entrypoint: actionBinary(t)}
+	kubelet := testenv.Kubelet{Client: jobs.client, Entrypoint: testenv.Binary(t, "../action")}
 	if code, log := kubelet.Run(t, pod); code != 0 {
 		t.Fatalf("the Job's worker exited %d:\n%s", code, log)
 	}

@@ -56,6 +56,10 @@ type Config struct {
 	Settings `json:",inline"`
 	// Workspaces are the settings of each workspace over the defaults.
 	Workspaces map[string]Settings `json:"workspaces,omitempty"`
+	// Untrusted are the settings of the previews of pull requests from
+	// forks, over the workspace's: they read only the prior release, so
+	// a ServiceAccount that may do nothing is enough.
+	Untrusted *Settings `json:"untrusted,omitempty"`
 }
 
 const (
@@ -63,13 +67,21 @@ const (
 	defaultTTL     = 24 * time.Hour
 )
 
-// For is the settings of the Jobs of workspace.
-func (c Config) For(workspace string) Settings {
+// For is the settings of the Jobs of workspace; untrusted, of a fork's
+// preview.
+func (c Config) For(workspace string, untrusted bool) Settings {
 	s := c.Settings
-	w, ok := c.Workspaces[workspace]
-	if !ok {
-		return s
+	if w, ok := c.Workspaces[workspace]; ok {
+		s = s.over(w)
 	}
+	if untrusted && c.Untrusted != nil {
+		s = s.over(*c.Untrusted)
+	}
+	return s
+}
+
+// over is s with what w sets.
+func (s Settings) over(w Settings) Settings {
 	if w.Namespace != "" {
 		s.Namespace = w.Namespace
 	}
@@ -132,6 +144,9 @@ func (c Config) Check() error {
 	check("kubernetesJobs", c.Settings)
 	for ws, s := range c.Workspaces {
 		check("kubernetesJobs.workspaces."+ws, s)
+	}
+	if c.Untrusted != nil {
+		check("kubernetesJobs.untrusted", *c.Untrusted)
 	}
 	return errors.Join(errs...)
 }

@@ -101,7 +101,7 @@ func (x *Executor) RunStack(ctx context.Context, cmd workflow.Command, dir strin
 		return run
 	}
 	run.Stack, run.Workspace = st, st.WorkspaceName(opts.Workspace)
-	s := x.Config.For(run.Workspace)
+	s := x.Config.For(run.Workspace, req.Offline && req.Command == workflow.Preview)
 	log := opts.Logger
 	if x.Log != nil {
 		log = x.Log

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,32 +22,6 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/workflow"
 )
-
-var (
-	buildOnce sync.Once
-	actionBin string
-	buildErr  error
-)
-
-// actionBinary is the image's entrypoint, built from this tree.
-func actionBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kusionpr-action")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		actionBin = filepath.Join(dir, "action")
-		if out, err := exec.Command("go", "build", "-o", actionBin, "../../cmd/action").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return actionBin
-}
 
 // jobsWorld is a cluster with a namespace for Jobs, two ServiceAccounts
 // each allowed to change one namespace of stacks (dev's and prod's), the
@@ -72,7 +44,7 @@ func newJobsWorld(t *testing.T) *jobsWorld {
 	client := testenv.Client(t)
 	bucket := testenv.S3(t).NewBucket(t) // the bot's side reads the store with the credentials it sets
 	suffix := fmt.Sprintf("%06x", rand.IntN(1<<24))
-	w := &jobsWorld{t: t, client: client, kubelet: testenv.Kubelet{Client: client, Entrypoint: actionBinary(t)},
+	w := &jobsWorld{t: t, client: client, kubelet: testenv.Kubelet{Client: client, Entrypoint: testenv.Binary(t, "../../cmd/action")},
 		jobs: "kpr-jobs-" + suffix, devNS: "kpr-jobs-dev-" + suffix, prodNS: "kpr-jobs-prod-" + suffix, backend: bucket, root: t.TempDir()}
 	ctx := context.Background()
 	testenv.Namespaces(t, client, w.jobs, w.devNS, w.prodNS)

@@ -1,0 +1,154 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/kusionpr/kusionpr/executor/kubejob"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+// The executors the bot knows by name.
+const (
+	execInProcess  = "in-process"
+	execKubernetes = "kubernetes"
+)
+
+// ExecutorRule sends the stacks it matches to another executor than the
+// default (KUSIONPR_EXECUTOR). Rules are the operator's, in the
+// configuration file: never a repository's.
+type ExecutorRule struct {
+	// Repositories are owner/repo names, or owner/* for an owner's;
+	// empty matches every repository.
+	Repositories []string `json:"repositories,omitempty"`
+	// Stacks are stack folders, or path.Match patterns of them
+	// (apps/prod/*); empty matches every stack.
+	Stacks []string `json:"stacks,omitempty"`
+	// Executor is in-process or kubernetes.
+	Executor string `json:"executor"`
+}
+
+func (r ExecutorRule) matches(repo, stack string) bool {
+	return matchAny(r.Repositories, strings.ToLower(repo), true) && matchAny(r.Stacks, stack, false)
+}
+
+func matchAny(patterns []string, s string, fold bool) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if fold {
+			p = strings.ToLower(p)
+		}
+		if ok, _ := path.Match(p, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// checkExecutors names every executor setting no run could go through.
+func (c *Config) checkExecutors() error {
+	var errs []error
+	known := func(where, name string) {
+		switch name {
+		case execInProcess:
+		case execKubernetes:
+			if c.KubernetesJobs == nil {
+				errs = append(errs, fmt.Errorf("%s is kubernetes, but the configuration file has no kubernetesJobs: the image, namespace and ServiceAccount of the Jobs", where))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%s: %q is not in-process or kubernetes", where, name))
+		}
+	}
+	if c.Executor == "" {
+		c.Executor = execInProcess
+	}
+	known("KUSIONPR_EXECUTOR", c.Executor)
+	if c.UntrustedPreviews != "" {
+		known("KUSIONPR_UNTRUSTED_PREVIEWS", c.UntrustedPreviews)
+	}
+	for i, r := range c.ExecutorRules {
+		known(fmt.Sprintf("executorRules[%d].executor", i), r.Executor)
+		for _, p := range append(append([]string(nil), r.Repositories...), r.Stacks...) {
+			if _, err := path.Match(p, ""); err != nil {
+				errs = append(errs, fmt.Errorf("executorRules[%d]: pattern %q: %w", i, p, err))
+			}
+		}
+	}
+	if c.KubernetesJobs != nil {
+		if err := c.KubernetesJobs.Check(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// executors builds every executor the configuration names, each counted
+// in the metrics, and the one that picks among them per stack. runner is
+// the in-process one.
+func (c *Config) executors(runner *workflow.Runner, m *metrics, log *slog.Logger) (workflow.StackRunner, error) {
+	used := map[string]bool{c.Executor: true, c.UntrustedPreviews: c.UntrustedPreviews != ""}
+	for _, r := range c.ExecutorRules {
+		used[r.Executor] = true
+	}
+	r := &executorRouter{cfg: c, by: map[string]workflow.StackRunner{}}
+	for name := range used {
+		if name == "" {
+			continue
+		}
+		var x workflow.StackRunner = runner
+		if name == execKubernetes {
+			k, err := kubejob.New(*c.KubernetesJobs, log)
+			if err != nil {
+				return nil, err
+			}
+			x = k
+		}
+		r.by[name] = observed{next: x, executor: name, m: m}
+	}
+	return r, nil
+}
+
+// executorRouter runs each stack through the executor the configuration
+// picks for it: a fork's preview through UntrustedPreviews if set, else
+// the first rule matching the repository and the stack, else the default.
+type executorRouter struct {
+	cfg *Config
+	by  map[string]workflow.StackRunner
+}
+
+func (r *executorRouter) pick(cmd workflow.Command, dir string, opts workflow.Options) string {
+	// Offline is how a fork's preview runs: the pull request is not
+	// trusted with anything of ours.
+	if opts.Offline && cmd == workflow.Preview && r.cfg.UntrustedPreviews != "" {
+		return r.cfg.UntrustedPreviews
+	}
+	repo := ""
+	if opts.Origin != nil && opts.Origin.Repository != nil {
+		repo = opts.Origin.Repository.FullName
+	}
+	stack := dir
+	if rel, err := filepath.Rel(filepath.Join(opts.CheckoutRoot, r.cfg.Root), dir); err == nil {
+		stack = filepath.ToSlash(rel)
+	}
+	for _, rule := range r.cfg.ExecutorRules {
+		if rule.matches(repo, stack) {
+			return rule.Executor
+		}
+	}
+	return r.cfg.Executor
+}
+
+func (r *executorRouter) RunStack(ctx context.Context, cmd workflow.Command, dir string, opts workflow.Options) *workflow.StackResult {
+	name := r.pick(cmd, dir, opts)
+	if opts.Logger != nil {
+		opts.Logger.Debug("executor picked", "executor", name)
+	}
+	return r.by[name].RunStack(ctx, cmd, dir, opts)
+}
