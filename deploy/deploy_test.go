@@ -19,6 +19,7 @@ import (
 const (
 	manifestFile = "github-app-manifest.json"
 	botFile      = "kubernetes/bot.yaml"
+	jobsFile     = "kubernetes/jobs.yaml"
 	namespace    = "kusionpr"
 )
 
@@ -80,33 +81,40 @@ func TestKubernetesServerDryRun(t *testing.T) {
 		out, err := exec.Command("kubectl", append([]string{"--kubeconfig", kc}, args...)...).CombinedOutput()
 		return string(out), err
 	}
-	phase, err := kubectl("get", "namespace", namespace, "-o", "jsonpath={.status.phase}")
-	if err == nil && phase == "Terminating" {
-		// Left by an earlier run: wait until it is gone.
-		if out, err := kubectl("wait", "--for=delete", "namespace/"+namespace, "--timeout=120s"); err != nil {
-			t.Fatalf("namespace %s is terminating: %v\n%s", namespace, err, out)
+	// A dry run cannot make a namespace for the objects in it: each file's
+	// namespace is made first.
+	ensureNamespace := func(ns string) {
+		phase, err := kubectl("get", "namespace", ns, "-o", "jsonpath={.status.phase}")
+		if err == nil && phase == "Terminating" {
+			// Left by an earlier run: wait until it is gone.
+			if out, err := kubectl("wait", "--for=delete", "namespace/"+ns, "--timeout=120s"); err != nil {
+				t.Fatalf("namespace %s is terminating: %v\n%s", ns, err, out)
+			}
+			err = os.ErrNotExist
 		}
-		err = os.ErrNotExist
-	}
-	if err != nil {
-		out, err := kubectl("create", "namespace", namespace, "--save-config")
-		switch {
-		case err == nil:
-			t.Cleanup(func() {
-				if out, err := kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false"); err != nil {
-					t.Logf("delete namespace %s: %v\n%s", namespace, err, out)
-				}
-			})
-		case strings.Contains(out, "AlreadyExists"):
-		default:
-			t.Fatalf("create namespace %s: %v\n%s", namespace, err, out)
+		if err != nil {
+			out, err := kubectl("create", "namespace", ns, "--save-config")
+			switch {
+			case err == nil:
+				t.Cleanup(func() {
+					if out, err := kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false"); err != nil {
+						t.Logf("delete namespace %s: %v\n%s", ns, err, out)
+					}
+				})
+			case strings.Contains(out, "AlreadyExists"):
+			default:
+				t.Fatalf("create namespace %s: %v\n%s", ns, err, out)
+			}
 		}
 	}
-	out, err := kubectl("apply", "--dry-run=server", "-f", botFile)
-	if err != nil {
-		t.Fatalf("kubectl apply --dry-run=server -f %s: %v\n%s", botFile, err, out)
+	for _, f := range []struct{ file, ns string }{{botFile, namespace}, {jobsFile, "kusionpr-runs"}} {
+		ensureNamespace(f.ns)
+		out, err := kubectl("apply", "--dry-run=server", "-f", f.file)
+		if err != nil {
+			t.Fatalf("kubectl apply --dry-run=server -f %s: %v\n%s", f.file, err, out)
+		}
+		t.Logf("kubectl apply --dry-run=server -f %s:\n%s", f.file, out)
 	}
-	t.Logf("kubectl apply --dry-run=server:\n%s", out)
 }
 
 // object is the part of a Kubernetes object the checks below read.

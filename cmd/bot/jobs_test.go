@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kusionpr/kusionpr/internal/githubfake"
 	"github.com/kusionpr/kusionpr/internal/testenv"
@@ -59,11 +60,8 @@ func withJobs(setup *jobsSetup) worldOption {
 				t.Fatal(err)
 			}
 		}
-		// The bot: Jobs and their pods in its namespace, nothing more.
-		must(client.RbacV1().Roles(jobs).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "kusionpr-bot"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list"}},
-		}}, metav1.CreateOptions{}))
+		// The bot: what deploy/kubernetes/jobs.yaml gives it, nothing more.
+		must(client.RbacV1().Roles(jobs).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "kusionpr-bot"}, Rules: shippedJobsRole(t).Rules}, metav1.CreateOptions{}))
 		must(client.RbacV1().RoleBindings(jobs).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kusionpr-bot"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "kusionpr-bot", Namespace: jobs}},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "kusionpr-bot"}}, metav1.CreateOptions{}))
@@ -241,4 +239,24 @@ func TestJobAdoptedAfterRestart(t *testing.T) {
 	if revs, _ := w.store().Revisions(context.Background(), "web", "default"); len(revs) != 1 {
 		t.Errorf("revisions %v: the merge was applied more than once", revs)
 	}
+}
+
+// shippedJobsRole is the bot's Role of deploy/kubernetes/jobs.yaml.
+func shippedJobsRole(t *testing.T) rbacv1.Role {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/kubernetes/jobs.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var r rbacv1.Role
+		if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Kind == "Role" {
+			return r
+		}
+	}
+	t.Fatal("deploy/kubernetes/jobs.yaml has no Role")
+	return rbacv1.Role{}
 }
