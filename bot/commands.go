@@ -30,6 +30,7 @@ type gitHub interface {
 	Approvals(ctx context.Context, number int, author, headSHA string) ([]githubapi.Approval, error)
 	ChecksGreen(ctx context.Context, sha string, own githubapi.Own) (bool, []string, error)
 	Checkout(ctx context.Context, ref, dir string, lim githubapi.ArchiveLimits) error
+	FileAt(ctx context.Context, path, ref string, limit int) ([]byte, error)
 }
 
 // stackWork is what an authorised command does to the stacks of a
@@ -48,7 +49,9 @@ type workflowWork struct {
 }
 
 func (w workflowWork) Change(ctx context.Context, c *workflow.Change) (*workflow.Outcome, error) {
-	c.Runner = w.stacks
+	if c.Runner == nil {
+		c.Runner = w.stacks
+	}
 	if c.Runner == nil {
 		c.Runner = w.runner
 	}
@@ -282,6 +285,14 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 		Root: filepath.Join(c.dir, b.cfg.Root), Number: j.number, SHA: c.ref, Command: cmd, Options: b.options(c),
 		Selection: workflow.Selection{Dirs: j.command.Stacks}, GitHub: c.gh, Renderer: b.renderer, Log: c.log,
 		Comment: b.cfg.Comment, CombineAbove: b.cfg.CombineAbove, CombineSetting: "KUSIONPR_COMBINE_ABOVE",
+	}
+	if b.executors != nil {
+		rules, err := b.repositoryRules(ctx, c)
+		if err != nil {
+			c.refuseErr(ctx, "the repository's "+mdsafe.Code(repositorySettings)+" on "+mdsafe.Code(j.defaultBranch)+" could not be used", err)
+			return
+		}
+		change.Runner = b.executors.with(rules)
 	}
 	start := time.Now()
 	out, err := b.work.Change(ctx, change)

@@ -27,7 +27,18 @@ type fakeGitHub struct {
 	checkout   error
 	replies    []string
 	reactions  []string
-	asked      []string // who Permission was asked for
+	asked      []string          // who Permission was asked for
+	files      map[string]string // "ref:path" to content
+	fileReads  []string
+}
+
+func (f *fakeGitHub) FileAt(_ context.Context, path, ref string, _ int) ([]byte, error) {
+	f.fileReads = append(f.fileReads, ref+":"+path)
+	body, ok := f.files[ref+":"+path]
+	if !ok {
+		return nil, nil
+	}
+	return []byte(body), nil
 }
 
 func (f *fakeGitHub) Claim(context.Context, int64) (bool, error) { return !f.claimed, nil }

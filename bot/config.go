@@ -141,6 +141,11 @@ type Config struct {
 	// UntrustedPreviews is the executor of the previews of pull requests
 	// from forks (KUSIONPR_UNTRUSTED_PREVIEWS; default: as the rules say).
 	UntrustedPreviews string `json:"untrustedPreviews"`
+	// RepositoryExecutors are the executors a repository may pick for its
+	// stacks in .github/kusionpr.yaml on its default branch
+	// (KUSIONPR_REPOSITORY_EXECUTORS, comma-separated; default none: the
+	// file is not read). The operator's rules come first.
+	RepositoryExecutors []string `json:"repositoryExecutors"`
 
 	specAllow kubernetes.Allowance
 }
@@ -229,6 +234,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	strs("KUSIONPR_TERRAFORM_ENV", &c.TerraformEnv)
 	strs("KUSIONPR_TERRAFORM_PROVIDER_SETTINGS", &c.TerraformProviderSettings)
 	strs("KUSIONPR_SPEC_KUBECONFIG_ALLOW", &c.SpecKubeconfigAllow)
+	strs("KUSIONPR_REPOSITORY_EXECUTORS", &c.RepositoryExecutors)
 	strs("KUSIONPR_MODULE_ENV", &c.ModuleEnv)
 	if v := getenv("KUSIONPR_KUBECONFIGS"); v != "" {
 		var err error

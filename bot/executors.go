@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -73,6 +76,9 @@ func (c *Config) checkExecutors() error {
 	if c.UntrustedPreviews != "" {
 		known("KUSIONPR_UNTRUSTED_PREVIEWS", c.UntrustedPreviews)
 	}
+	for _, name := range c.RepositoryExecutors {
+		known("KUSIONPR_REPOSITORY_EXECUTORS", name)
+	}
 	for i, r := range c.ExecutorRules {
 		known(fmt.Sprintf("executorRules[%d].executor", i), r.Executor)
 		for _, p := range append(append([]string(nil), r.Repositories...), r.Stacks...) {
@@ -92,10 +98,16 @@ func (c *Config) checkExecutors() error {
 // executors builds every executor the configuration names, each counted
 // in the metrics, and the one that picks among them per stack. runner is
 // the in-process one.
-func (c *Config) executors(runner *workflow.Runner, m *metrics, log *slog.Logger) (workflow.StackRunner, error) {
+func (c *Config) executors(runner *workflow.Runner, m *metrics, log *slog.Logger) (*executorRouter, error) {
+	if c.Executor == "" {
+		c.Executor = execInProcess
+	}
 	used := map[string]bool{c.Executor: true, c.UntrustedPreviews: c.UntrustedPreviews != ""}
 	for _, r := range c.ExecutorRules {
 		used[r.Executor] = true
+	}
+	for _, name := range c.RepositoryExecutors {
+		used[name] = true
 	}
 	r := &executorRouter{cfg: c, by: map[string]workflow.StackRunner{}}
 	for name := range used {
@@ -117,10 +129,19 @@ func (c *Config) executors(runner *workflow.Runner, m *metrics, log *slog.Logger
 
 // executorRouter runs each stack through the executor the configuration
 // picks for it: a fork's preview through UntrustedPreviews if set, else
-// the first rule matching the repository and the stack, else the default.
+// the first of the operator's rules matching the repository and the stack,
+// else the first of the repository's own (repo), else the default.
 type executorRouter struct {
-	cfg *Config
-	by  map[string]workflow.StackRunner
+	cfg  *Config
+	by   map[string]workflow.StackRunner
+	repo []ExecutorRule
+}
+
+// with is the router with a repository's own rules.
+func (r *executorRouter) with(repo []ExecutorRule) *executorRouter {
+	out := *r
+	out.repo = repo
+	return &out
 }
 
 func (r *executorRouter) pick(cmd workflow.Command, dir string, opts workflow.Options) string {
@@ -137,7 +158,7 @@ func (r *executorRouter) pick(cmd workflow.Command, dir string, opts workflow.Op
 	if rel, err := filepath.Rel(filepath.Join(opts.CheckoutRoot, r.cfg.Root), dir); err == nil {
 		stack = filepath.ToSlash(rel)
 	}
-	for _, rule := range r.cfg.ExecutorRules {
+	for _, rule := range append(append([]ExecutorRule(nil), r.cfg.ExecutorRules...), r.repo...) {
 		if rule.matches(repo, stack) {
 			return rule.Executor
 		}
@@ -151,4 +172,54 @@ func (r *executorRouter) RunStack(ctx context.Context, cmd workflow.Command, dir
 		opts.Logger.Debug("executor picked", "executor", name)
 	}
 	return r.by[name].RunStack(ctx, cmd, dir, opts)
+}
+
+// repositorySettings is the file on a repository's default branch in which
+// it picks executors for its stacks, among those the operator lets it
+// (KUSIONPR_REPOSITORY_EXECUTORS):
+//
+//	executors:
+//	  - stacks: [apps/*/prod]
+//	    executor: kubernetes
+const repositorySettings = ".github/kusionpr.yaml"
+
+// maxRepositorySettings bounds the file: a few rules, not a dump.
+const maxRepositorySettings = 64 << 10
+
+// repositoryRules are the rules of the repository's settings file on its
+// default branch, none when the operator lets a repository pick nothing
+// or it has no such file. A rule naming an executor the operator does not
+// let repositories pick is an error, naming the file and the rule.
+func (b *Bot) repositoryRules(ctx context.Context, c *command) ([]ExecutorRule, error) {
+	allowed := b.cfg.RepositoryExecutors
+	if len(allowed) == 0 || c.j.defaultBranch == "" {
+		return nil, nil
+	}
+	raw, err := c.gh.FileAt(ctx, repositorySettings, c.j.defaultBranch, maxRepositorySettings)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var file struct {
+		Executors []struct {
+			Stacks   []string `json:"stacks"`
+			Executor string   `json:"executor"`
+		} `json:"executors"`
+	}
+	if err := yaml.UnmarshalStrict(raw, &file); err != nil {
+		return nil, err
+	}
+	var rules []ExecutorRule
+	for i, r := range file.Executors {
+		if !slices.Contains(allowed, r.Executor) {
+			return nil, fmt.Errorf("executors[%d]: %q is not among the executors the bot lets a repository pick (%s)", i, r.Executor, strings.Join(allowed, ", "))
+		}
+		for _, p := range r.Stacks {
+			if _, err := path.Match(p, ""); err != nil {
+				return nil, fmt.Errorf("executors[%d]: pattern %q: %w", i, p, err)
+			}
+		}
+		// A repository's rule is about its own stacks only.
+		rules = append(rules, ExecutorRule{Stacks: r.Stacks, Executor: r.Executor})
+	}
+	return rules, nil
 }

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kusionpr/kusionpr/chatops"
 	"github.com/kusionpr/kusionpr/executor/kubejob"
+	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/workflow"
 )
@@ -74,6 +76,73 @@ func TestExecutorSettingsChecked(t *testing.T) {
 			err := tc.cfg.checkExecutors()
 			if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRepositoryPicksExecutors: a repository picks executors for its
+// stacks in .github/kusionpr.yaml as its default branch holds it (never
+// the pull request's head), among those the operator lets it, after the
+// operator's own rules; a file naming another executor, or one that is
+// not the settings it should be, refuses the command, naming the file.
+func TestRepositoryPicksExecutors(t *testing.T) {
+	const file = ".github/kusionpr.yaml"
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		files   map[string]string
+		// want maps a stack to the executor that runs it; empty when the
+		// command is refused.
+		want      map[string]string
+		wantReply string
+		wantRead  bool
+	}{
+		{name: "the operator lets a repository pick nothing", files: map[string]string{"main:" + file: "executors: [{stacks: ['*'], executor: kubernetes}]"},
+			want: map[string]string{"apps/web/prod": "in-process"}},
+		{name: "the default branch's file", allowed: []string{"kubernetes"}, wantRead: true,
+			files: map[string]string{"main:" + file: "executors:\n  - stacks: [apps/*/prod]\n    executor: kubernetes\n", headSHA + ":" + file: "executors: [{stacks: ['*'], executor: in-process}]"},
+			want:  map[string]string{"apps/web/prod": "kubernetes", "apps/web/dev": "in-process", "legacy/prod": "sandbox"}},
+		{name: "the operator's rule comes first", allowed: []string{"kubernetes"}, wantRead: true,
+			files: map[string]string{"main:" + file: "executors: [{stacks: ['legacy/*'], executor: kubernetes}]"},
+			want:  map[string]string{"legacy/prod": "sandbox"}},
+		{name: "no file", allowed: []string{"kubernetes"}, wantRead: true, want: map[string]string{"apps/web/prod": "in-process"}},
+		{name: "an executor the operator does not let it pick", allowed: []string{"kubernetes"}, wantRead: true,
+			files: map[string]string{"main:" + file: "executors: [{stacks: ['*'], executor: sandbox}]"},
+			wantReply: `could not be used:
+
+` + "```text\nexecutors[0]: \"sandbox\" is not among the executors the bot lets a repository pick (kubernetes)"},
+		{name: "a field it may not set", allowed: []string{"kubernetes"}, wantRead: true,
+			files:     map[string]string{"main:" + file: "executors: [{repositories: [other/repo], executor: kubernetes}]"},
+			wantReply: `unknown field "repositories"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh := &fakeGitHub{prs: []githubapi.PullRequestDetail{open()}, files: tc.files}
+			work := &fakeWork{out: &workflow.Outcome{}}
+			b := testBot(t, gh, work)
+			b.cfg.RepositoryExecutors = tc.allowed
+			b.executors = &executorRouter{cfg: &Config{Root: ".", Executor: "in-process", ExecutorRules: []ExecutorRule{{Stacks: []string{"legacy/*"}, Executor: "sandbox"}}},
+				by: map[string]workflow.StackRunner{"kubernetes": named("kubernetes"), "in-process": named("in-process"), "sandbox": named("sandbox")}}
+			b.handle(context.Background(), job{installation: 1, owner: "octo", repo: "infra", defaultBranch: "main", number: 7, actor: "alice", commentID: 99,
+				command: chatops.Command{Verb: chatops.Preview}})
+			if read := len(gh.fileReads) > 0; read != tc.wantRead || read && gh.fileReads[0] != "main:"+file {
+				t.Errorf("file reads %v, want one of main:%s: %v", gh.fileReads, file, tc.wantRead)
+			}
+			if tc.wantReply != "" {
+				if len(work.changes) != 0 || !strings.Contains(strings.Join(gh.replies, "\n"), tc.wantReply) || !strings.Contains(strings.Join(gh.replies, "\n"), "`.github/kusionpr.yaml`") {
+					t.Fatalf("ran %d changes; replies %q, want a refusal naming the file and saying %q", len(work.changes), gh.replies, tc.wantReply)
+				}
+				return
+			}
+			if len(work.changes) != 1 {
+				t.Fatalf("%d changes, want one; replies %q", len(work.changes), gh.replies)
+			}
+			c := work.changes[0]
+			for stack, want := range tc.want {
+				got := c.Runner.RunStack(context.Background(), workflow.Preview, filepath.Join(c.Options.CheckoutRoot, stack), c.Options).Skipped
+				if got != want {
+					t.Errorf("%s ran through %s, want %s", stack, got, want)
+				}
 			}
 		})
 	}

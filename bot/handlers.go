@@ -53,12 +53,15 @@ type job struct {
 	installation int64
 	owner, repo  string
 	repoID       int64 // GitHub's id of owner/repo: what owns a project's releases
-	number       int
-	sha          string
-	actor        string
-	command      chatops.Command
-	commentID    int64
-	afterMerge   bool
+	// defaultBranch is where the repository's own settings are read
+	// from, never the pull request's head.
+	defaultBranch string
+	number        int
+	sha           string
+	actor         string
+	command       chatops.Command
+	commentID     int64
+	afterMerge    bool
 	// mergedAt is when the merge applied happened; recovering marks the
 	// applies Recover queued.
 	mergedAt   time.Time
@@ -89,7 +92,8 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 			return "", fmt.Errorf("malformed %s payload: %v", d.Event, err)
 		}
 	}
-	j := job{installation: ev.Installation.ID, owner: ev.Repository.Owner.Login, repo: ev.Repository.Name, repoID: ev.Repository.ID}
+	j := job{installation: ev.Installation.ID, owner: ev.Repository.Owner.Login, repo: ev.Repository.Name, repoID: ev.Repository.ID,
+		defaultBranch: ev.Repository.DefaultBranch}
 	switch {
 	case d.Event == "pull_request" && ev.Action == "closed" && pr != nil && pr.Merged:
 		if pr.BaseRef != ev.Repository.DefaultBranch {

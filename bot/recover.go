@@ -42,7 +42,7 @@ func (b *Bot) Recover(ctx context.Context) (queued int, err error) {
 				return queued, fmt.Errorf("recover %s/%s: %w", r.Owner, r.Name, err)
 			}
 			for _, m := range merged {
-				j := job{installation: id, owner: r.Owner, repo: r.Name, repoID: r.ID, number: m.Number, sha: m.SHA, actor: m.MergedBy,
+				j := job{installation: id, owner: r.Owner, repo: r.Name, repoID: r.ID, defaultBranch: r.DefaultBranch, number: m.Number, sha: m.SHA, actor: m.MergedBy,
 					command: chatops.Command{Verb: chatops.Apply}, afterMerge: true, mergedAt: m.MergedAt, recovering: true}
 				if b.enqueue(j) {
 					queued++

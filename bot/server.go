@@ -45,6 +45,8 @@ type Bot struct {
 	client func(installation int64, owner, repo string) (gitHub, error)
 	login  func(context.Context) (string, error)
 	work   stackWork
+	// executors picks each stack's executor; nil when work is a test's.
+	executors *executorRouter
 }
 
 // New checks the configuration and prepares the bot.
@@ -75,7 +77,7 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.login, b.work = b.app.Login, workflowWork{runner: runner, stacks: stacks}
+	b.login, b.work, b.executors = b.app.Login, workflowWork{runner: runner, stacks: stacks}, stacks
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)
 	b.budget = webhook.NewBudget(cfg.MaxUnverifiedBytes, budgetWait)
 	b.ready.Store(true)

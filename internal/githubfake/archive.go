@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/rand"
 	"crypto/sha1"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -207,4 +209,53 @@ func (s *Server) serveCodeload(w http.ResponseWriter, r *http.Request, path stri
 	h.Set("ETag", fmt.Sprintf("%q", t.sha))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(t.tgz)
+}
+
+// content answers GET /repos/{owner}/{repo}/contents/{path} for a file of
+// the tree at ref (the default branch's when no ref is asked), as GitHub
+// does: its bytes in base64; a folder or a missing path is not found here.
+func (s *Server) content(rq *request) response {
+	ref := rq.query.Get("ref")
+	if ref == "" {
+		ref = "master"
+	}
+	t := s.st.trees[rq.repo+"@"+shortRef(ref)]
+	if t == nil {
+		return notFound()
+	}
+	p := rq.params["path"]
+	data, ok := fileInTarball(t.tgz, p)
+	if !ok {
+		return notFound()
+	}
+	api := s.apiURL("/repos/%s/%s/contents/%s?ref=%s", t.owner, t.name, p, url.QueryEscape(ref))
+	html := fmt.Sprintf("https://github.com/%s/%s/blob/%s/%s", t.owner, t.name, ref, p)
+	sum := sha1.Sum(append([]byte(fmt.Sprintf("blob %d\x00", len(data))), data...))
+	sha := hex.EncodeToString(sum[:])
+	git := s.apiURL("/repos/%s/%s/git/blobs/%s", t.owner, t.name, sha)
+	return response{status: http.StatusOK, body: map[string]any{
+		"type": "file", "encoding": "base64", "size": len(data), "name": path.Base(p), "path": p,
+		"content": base64.StdEncoding.EncodeToString(data), "sha": sha, "url": api, "git_url": git, "html_url": html,
+		"download_url": fmt.Sprintf("https://raw.githubusercontent.com/%s/%s/%s/%s", t.owner, t.name, t.sha, p),
+		"_links":       map[string]any{"self": api, "git": git, "html": html},
+	}}
+}
+
+// fileInTarball is the file at p (below the archive's one top folder).
+func fileInTarball(tgz []byte, p string) ([]byte, bool) {
+	gz, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		return nil, false
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return nil, false
+		}
+		if _, rel, ok := strings.Cut(h.Name, "/"); ok && rel == p && h.Typeflag == tar.TypeReg {
+			data, err := io.ReadAll(tr)
+			return data, err == nil
+		}
+	}
 }

@@ -57,6 +57,8 @@ func handler(opID string) func(*Server, *request) response {
 		return (*Server).authenticatedApp
 	case "repos/download-tarball-archive":
 		return (*Server).tarball
+	case "repos/get-content":
+		return (*Server).content
 	case "apps/list-repos-accessible-to-installation":
 		return (*Server).installationRepos
 	case "apps/get-repo-installation", "apps/get-installation":
