@@ -110,6 +110,9 @@ type StackResult struct {
 	// release (Options.RecordUnchanged is off).
 	Unchanged bool
 	Err       error
+	// RunURL is the page of the run that did the work away from this
+	// process (a GitHub Actions run): its report links it.
+	RunURL string
 }
 
 // RuntimeTarget is what a RuntimeFactory is told of the stack it builds
