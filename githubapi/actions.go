@@ -72,27 +72,33 @@ func (c *Client) DispatchWorkflow(ctx context.Context, workflow, ref string, inp
 	return nil
 }
 
+// ErrNoWorkflow: GitHub answered 404 for the workflow file: the
+// repository has no such workflow, or the token may not read its Actions.
+var ErrNoWorkflow = errors.New("GitHub knows no such workflow in the repository (404), or the App may not read its Actions")
+
 // maxRunPages bounds the pages of runs DispatchedRuns reads: the runs it
 // looks for were dispatched recently, and GitHub lists the newest first.
 const maxRunPages = 3
 
-// DispatchedRuns lists the workflow's runs started by workflow_dispatch,
-// newest first, as far as match finds what it looks for (it returns true)
-// or a few pages.
-func (c *Client) DispatchedRuns(ctx context.Context, workflow string, match func(WorkflowRun) bool) (*WorkflowRun, error) {
-	var found *WorkflowRun
+// DispatchedRuns lists the workflow's runs started by workflow_dispatch
+// that match says are wanted, newest first, from the first few pages
+// (GitHub lists the newest first; the runs looked for are recent).
+func (c *Client) DispatchedRuns(ctx context.Context, workflow string, match func(WorkflowRun) bool) ([]WorkflowRun, error) {
+	var found []WorkflowRun
 	pages := 0
 	err := eachPage(100, func(lo github.ListOptions) (*github.Response, bool, error) {
 		pages++
 		list, resp, err := c.gh.Actions.ListWorkflowRunsByFileName(ctx, c.owner, c.repo, workflow,
 			&github.ListWorkflowRunsOptions{Event: "workflow_dispatch", ListOptions: lo})
+		if er, ok := errors.AsType[*github.ErrorResponse](err); ok && er.Response != nil && er.Response.StatusCode == http.StatusNotFound {
+			return nil, false, fmt.Errorf("list the runs of workflow %s: %w", workflow, ErrNoWorkflow)
+		}
 		if err != nil {
 			return nil, false, fmt.Errorf("list the runs of workflow %s: %w", workflow, err)
 		}
 		for _, r := range list.WorkflowRuns {
 			if run := workflowRun(r); match(run) {
-				found = &run
-				return resp, true, nil
+				found = append(found, run)
 			}
 		}
 		return resp, pages >= maxRunPages, nil

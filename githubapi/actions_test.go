@@ -51,10 +51,11 @@ func TestWorkflowDispatchAndArtifacts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run, err := c.DispatchedRuns(ctx, "kusion-run.yml", func(r githubapi.WorkflowRun) bool { return strings.Contains(r.Name, "[apps/a-id]") })
-	if err != nil || run == nil {
-		t.Fatalf("run not found by name: %v, %v", run, err)
+	runs, err := c.DispatchedRuns(ctx, "kusion-run.yml", func(r githubapi.WorkflowRun) bool { return strings.Contains(r.Name, "[apps/a-id]") })
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("run not found by name: %v, %v", runs, err)
 	}
+	run := runs[0]
 	d := gh.Dispatches()[0]
 	if run.ID != d.RunID || run.Status != "queued" || d.Inputs["stack"] != "apps/a" || d.Ref != branch {
 		t.Errorf("run %+v, dispatch %+v", run, d)

@@ -7,11 +7,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // GitHub Actions: workflows a test declares, the runs a dispatch starts
@@ -388,4 +391,34 @@ func (s *Server) serveArtifact(w http.ResponseWriter, r *http.Request, path stri
 	w.Header().Set("Content-Type", "application/zip")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(a.zip)
+}
+
+// ReadWorkflow reads a workflow file's dispatch inputs and run-name, so
+// that the fake dispatches and names runs as the file operators copy would.
+func ReadWorkflow(t testing.TB, path string) Workflow {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf map[string]any
+	if err := yaml.Unmarshal(raw, &wf); err != nil {
+		t.Fatal(err)
+	}
+	// YAML 1.1 reads the key on as true.
+	on, _ := wf["on"].(map[string]any)
+	if on == nil {
+		on, _ = wf["true"].(map[string]any)
+	}
+	dispatch, _ := on["workflow_dispatch"].(map[string]any)
+	inputs, _ := dispatch["inputs"].(map[string]any)
+	w := Workflow{RunName: fmt.Sprint(wf["run-name"])}
+	for name := range inputs {
+		w.Inputs = append(w.Inputs, name)
+	}
+	sort.Strings(w.Inputs)
+	if len(w.Inputs) == 0 || !strings.Contains(w.RunName, "inputs.id") {
+		t.Fatalf("%s: no dispatch inputs or no request id in the run-name: %+v", path, w)
+	}
+	return w
 }
