@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/chatops"
+	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/model"
@@ -45,10 +46,20 @@ type stackWork interface {
 type workflowWork struct {
 	runner *workflow.Runner
 	stacks workflow.StackRunner
+	// actions, when set, runs each stack as a workflow run of the
+	// repository the change came from, through the change's own client.
+	actions *ghactions.Executor
 }
 
 func (w workflowWork) Change(ctx context.Context, c *workflow.Change) (*workflow.Outcome, error) {
 	c.Runner = w.stacks
+	if w.actions != nil {
+		gh, ok := c.GitHub.(ghactions.GitHub)
+		if !ok {
+			return nil, errors.New("the executor github-actions needs a GitHub client that dispatches workflows")
+		}
+		c.Runner = w.actions.For(gh)
+	}
 	if c.Runner == nil {
 		c.Runner = w.runner
 	}
@@ -176,6 +187,11 @@ func (b *Bot) apply(ctx context.Context, c *command) {
 
 // unlock needs write permission: it ends someone's release.
 func (b *Bot) unlock(ctx context.Context, c *command) {
+	if b.cfg.Executor == "github-actions" && b.cfg.Backend == "" {
+		// The store is the workflows'; this bot was given none.
+		c.refuse(ctx, "this bot runs stacks in the repository's GitHub Actions workflow and holds no release store (KUSIONPR_BACKEND is not set): unlock the release where the workflow's store is, with `kusion release unlock`")
+		return
+	}
 	if !b.canWrite(ctx, c) || !b.checkout(ctx, c, false) {
 		return
 	}

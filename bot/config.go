@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
@@ -135,6 +136,11 @@ type Config struct {
 	// which case the bot needs no access to the stacks' clusters or clouds.
 	Executor       string          `json:"executor"`
 	KubernetesJobs *kubejob.Config `json:"kubernetesJobs"`
+	// GitHubActions is how the executor github-actions runs each stack:
+	// as a run of the pull request's repository's own workflow (the YAML
+	// file's githubActions: workflow, pollInterval, timeout), in which
+	// case the bot needs no cluster, cloud or release store credentials.
+	GitHubActions *ghactions.Config `json:"githubActions"`
 
 	specAllow kubernetes.Allowance
 }
@@ -309,8 +315,15 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		} else if err := c.KubernetesJobs.Check(); err != nil {
 			errs = append(errs, err)
 		}
+	case "github-actions":
+		if c.GitHubActions == nil {
+			c.GitHubActions = &ghactions.Config{}
+		}
+		if err := c.GitHubActions.Check(); err != nil {
+			errs = append(errs, err)
+		}
 	default:
-		errs = append(errs, fmt.Errorf("KUSIONPR_EXECUTOR: %q is not in-process or kubernetes", c.Executor))
+		errs = append(errs, fmt.Errorf("KUSIONPR_EXECUTOR: %q is not in-process, kubernetes or github-actions", c.Executor))
 	}
 	if c.CombineAbove < 0 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_COMBINE_ABOVE must be a number of stacks (0 never combines), not %d", c.CombineAbove))

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/report"
@@ -46,6 +47,9 @@ type Bot struct {
 	client func(installation int64, owner, repo string) (gitHub, error)
 	login  func(context.Context) (string, error)
 	work   stackWork
+	// actions, with the executor github-actions, hears of the workflow
+	// runs it follows.
+	actions *ghactions.Executor
 }
 
 // New checks the configuration and prepares the bot.
@@ -80,6 +84,12 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 		// The stacks run in Jobs: the bot keeps no way to reach their
 		// clusters or run Terraform.
 		work = workflowWork{runner: &workflow.Runner{OpenStore: workflow.OpenStore}, stacks: x}
+	}
+	if cfg.Executor == "github-actions" {
+		// The stacks run in the repositories' own workflows: the bot
+		// keeps no way to reach their clusters, clouds or store.
+		b.actions = ghactions.New(*cfg.GitHubActions, log)
+		work = workflowWork{runner: &workflow.Runner{OpenStore: workflow.OpenStore}, actions: b.actions}
 	}
 	b.login, b.work = b.app.Login, work
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)
@@ -166,7 +176,7 @@ func (b *Bot) webhook(w http.ResponseWriter, r *http.Request) {
 // so whoever holds one signed body could otherwise mint series at will.
 func eventLabel(event string) string {
 	switch event {
-	case "pull_request", "issue_comment", "ping":
+	case "pull_request", "issue_comment", "ping", "workflow_run":
 		return event
 	}
 	return "other"
