@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/sethvargo/go-githubactions"
 
@@ -59,6 +60,11 @@ func runRequest(ctx context.Context, ga *githubactions.Action, gctx *githubactio
 	}
 	log.Info("running the request", "request", id, "command", req.Command, "stack", req.Stack, "commit", req.Commit)
 	_, ropts := req.Options(workspace, opts)
+	// Runs of merges close together overlap: a run finding its stack held
+	// by another waits for it, as the bot's own runs and action execute
+	// do, and then asks again whether its work is still to do (merge
+	// order).
+	ropts.WaitHeld = requestHoldWait
 	run := runner.RunStack(ctx, req.Command, dir, ropts)
 	data, err := workflow.NewRequestResult(id, workspace, run).Encode()
 	if err != nil {
@@ -114,6 +120,10 @@ func stackInCheckout(root, stack string) (string, error) {
 	}
 	return dir, nil
 }
+
+// requestHoldWait is how long a request waits for another run holding
+// its stack: action execute's default.
+const requestHoldWait = 30 * time.Minute
 
 var detachedHead = regexp.MustCompile(`^[0-9a-f]{40}(?:[0-9a-f]{24})?$`)
 
