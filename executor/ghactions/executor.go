@@ -45,7 +45,7 @@ func ArtifactName(id string) string { return "kusionpr-result-" + id }
 // serves every repository: For gives the runner of one.
 type Executor struct {
 	Config Config
-	// Log takes the executor's own lines (default: the run's logger).
+	// Log takes the lines of a run without a logger of its own.
 	Log *slog.Logger
 	// FindWithin bounds how long a dispatched run may take to show in
 	// the workflow's runs, named with its request id (default 2m).
@@ -137,8 +137,10 @@ func (r repoRunner) RunStack(ctx context.Context, cmd workflow.Command, dir stri
 	}
 	run.Stack, run.Workspace = st, st.WorkspaceName(opts.Workspace)
 	id := req.ID()
+	// The run's logger names the repository and pull request; the
+	// executor's own is for a run without one.
 	log := opts.Logger
-	if r.x.Log != nil {
+	if log == nil {
 		log = r.x.Log
 	}
 	if log == nil {
@@ -319,7 +321,7 @@ func (f *follow) dispatch(ctx context.Context, wf string) error {
 		return err
 	}
 	f.dispatched = time.Now()
-	f.log.Info("workflow dispatched", "ref", ref, "stack", f.req.Stack, "command", f.req.Command)
+	f.log.Info("workflow dispatched", "ref", ref, "stack", f.req.Stack)
 	return nil
 }
 
