@@ -187,7 +187,8 @@ func outputValue(path, name string) string {
 // kubeconfig and store credentials; the bot process, which holds no
 // kubeconfig, no store credentials and no backend, reports the run's
 // result on the pull request with a link to the run. A redelivered merge
-// follows the same run instead of dispatching another.
+// and a second replica (its recovery pass, then a delivery) follow the same
+// run instead of dispatching another.
 func TestMergeAppliesThroughAWorkflowRun(t *testing.T) {
 	w := newWorld(t, withActions())
 	for _, kv := range w.env {
@@ -240,5 +241,19 @@ func TestMergeAppliesThroughAWorkflowRun(t *testing.T) {
 	}
 	if w.commentsContaining(number, "Applied stack") != 1 {
 		t.Errorf("the report was not edited in place: %+v", w.gh.Comments(w.owner, w.repo, number))
+	}
+
+	// A second replica: its recovery pass finds the merge, and the
+	// merge is delivered to it too; it follows the same run.
+	second := w.start()
+	// (Taken, or joined to its recovery of the same merge.)
+	if d := githubfake.Deliver(t, second.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); d.Status != http.StatusAccepted && !strings.Contains(d.Body, "coalesced") {
+		t.Fatalf("merge delivery to the second bot answered %d: %s", d.Status, d.Body)
+	}
+	w.waitFor("the second bot's report", func() bool {
+		return strings.Count(second.logs.String(), "the workflow run's result is in") >= 1
+	})
+	if n := len(w.gh.Dispatches()); n != 1 {
+		t.Errorf("%d dispatches after a second replica took the merge, want 1", n)
 	}
 }
