@@ -99,24 +99,34 @@ func runRequest(ctx context.Context, ga *githubactions.Action, gctx *githubactio
 	return 0
 }
 
-// stackInCheckout is the stack's folder, which must be a folder inside
-// the checkout once links are followed.
+// stackInCheckout is the stack's folder, which must lie inside the
+// checkout once links are followed. A folder the commit deleted (a
+// destroy's) is judged by the nearest folder above it that is there.
 func stackInCheckout(root, stack string) (string, error) {
 	dir := filepath.Join(root, filepath.FromSlash(stack))
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return "", err
 	}
-	real, err := filepath.EvalSymlinks(dir)
+	there := dir
+	for {
+		if _, err := os.Lstat(there); err == nil || there == root {
+			break
+		}
+		there = filepath.Dir(there)
+	}
+	real, err := filepath.EvalSymlinks(there)
 	if err != nil {
-		return "", fmt.Errorf("stack %q: not a folder of the checkout", stack)
+		return "", fmt.Errorf("stack %q: %w", stack, err)
 	}
 	rel, err := filepath.Rel(realRoot, real)
-	if err != nil || !filepath.IsLocal(rel) {
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
 		return "", fmt.Errorf("stack %q leads out of the checkout", stack)
 	}
-	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("stack %q: not a folder of the checkout", stack)
+	if there == dir {
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			return "", fmt.Errorf("stack %q: not a folder of the checkout", stack)
+		}
 	}
 	return dir, nil
 }

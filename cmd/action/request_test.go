@@ -41,8 +41,12 @@ func TestRequestInput(t *testing.T) {
 	repo := ev["repository"].(map[string]any)
 	repoID := int64(repo["id"].(float64))
 	const commit = "dddddddddddddddddddddddddddddddddddddddd"
+	var requestOf func(cmd workflow.Command, stack string, repoID int64) string
 	request := func(stack string, repoID int64) string {
-		req := workflow.Request{Command: workflow.Preview, Stack: stack, Commit: commit, Offline: true, Trigger: "comment 5",
+		return requestOf(workflow.Preview, stack, repoID)
+	}
+	requestOf = func(cmd workflow.Command, stack string, repoID int64) string {
+		req := workflow.Request{Command: cmd, DryRun: cmd == workflow.Destroy, Stack: stack, Commit: commit, Offline: true, Trigger: "comment 5",
 			Origin: model.Origin{PullRequest: 5, SHA: commit, Actor: "octocat", Repository: &model.Repository{ID: repoID, FullName: fmt.Sprint(repo["full_name"])}}}
 		b, _ := json.Marshal(req)
 		return string(b)
@@ -101,6 +105,14 @@ func TestRequestInput(t *testing.T) {
 			t.Errorf("the action wrote to GitHub: %s %s", c.Method, c.Path)
 		}
 	}
+	// A stack the commit deleted is destroyed: its folder is gone.
+	gone := requestOf(workflow.Destroy, "apps/web/qa", repoID)
+	run = runAction(t, gh, root, "workflow_dispatch", dispatchEvent(t, map[string]any{"request": gone}),
+		map[string]string{"INPUT_REQUEST": gone, "INPUT_BACKEND": backend})
+	if run.code != 0 || run.outputs["result-file"] == "" {
+		t.Errorf("the destroy of a deleted stack: exit %d, result %q\n%s%s", run.code, run.outputs["result-file"], run.stdout, run.stderr)
+	}
+
 	// A second run of the request does not write through what the first
 	// (or the checkout) left at the result's name.
 	again := runAction(t, gh, root, "workflow_dispatch", dispatchEvent(t, map[string]any{"request": req}),
