@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/chatops"
+	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/model"
@@ -179,6 +180,11 @@ func (b *Bot) apply(ctx context.Context, c *command) {
 
 // unlock needs write permission: it ends someone's release.
 func (b *Bot) unlock(ctx context.Context, c *command) {
+	if b.cfg.Executor == "github-actions" && b.cfg.Backend == "" {
+		// The store is the workflows'; this bot was given none.
+		c.refuse(ctx, "this bot runs stacks in the repository's GitHub Actions workflow and holds no release store (KUSIONPR_BACKEND is not set): unlock the release where the workflow's store is, with `kusion release unlock`")
+		return
+	}
 	if !b.canWrite(ctx, c) || !b.checkout(ctx, c, false) {
 		return
 	}
@@ -292,7 +298,10 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 			c.refuseErr(ctx, "the repository's "+mdsafe.Code(repositorySettings)+" on "+mdsafe.Code(j.defaultBranch)+" could not be used", err)
 			return
 		}
-		change.Runner = b.executors.with(rules)
+		// The github-actions executor dispatches through the command's
+		// own installation client.
+		gh, _ := c.gh.(ghactions.GitHub)
+		change.Runner = b.executors.with(rules, gh)
 	}
 	start := time.Now()
 	out, err := b.work.Change(ctx, change)

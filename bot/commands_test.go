@@ -150,6 +150,8 @@ func TestCommandRules(t *testing.T) {
 		wantOffline bool
 		wantReply   string
 		wantReact   string
+		// executor and backend, when set, are the bot's settings.
+		executor, backend string
 	}{
 		{name: "help", verb: chatops.Help, gh: fakeGitHub{prs: []githubapi.PullRequestDetail{open()}}, wantReply: "/kusion"},
 		{name: "a preview by a reader", verb: chatops.Preview, gh: fakeGitHub{permission: "read", prs: []githubapi.PullRequestDetail{open()}},
@@ -182,12 +184,19 @@ func TestCommandRules(t *testing.T) {
 			wantReply: "it needs write or admin permission", wantReact: "-1"},
 		{name: "an unlock", verb: chatops.Unlock, gh: fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open()}},
 			wantWork: "unlock", wantReply: "Release 4 of `apps/web` is now failed: `unlocked by alice`", wantReact: "+1"},
+		{name: "an unlock where the workflows hold the store", verb: chatops.Unlock, gh: fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open()}},
+			executor: "github-actions", wantReply: "holds no release store (KUSIONPR_BACKEND is not set)", wantReact: "-1"},
+		{name: "an unlock by a github-actions bot given a store", verb: chatops.Unlock, gh: fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open()}},
+			executor: "github-actions", backend: "s3://releases", wantWork: "unlock", wantReply: "is now failed", wantReact: "+1"},
 		{name: "a command taken before", verb: chatops.Apply, gh: fakeGitHub{claimed: true, permission: "write", prs: []githubapi.PullRequestDetail{open()}, approvals: approved}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gh := tc.gh
 			work := &fakeWork{out: tc.out, err: tc.runErr}
 			b := testBot(t, &gh, work)
+			if tc.executor != "" {
+				b.cfg.Executor, b.cfg.Backend = tc.executor, tc.backend
+			}
 			j := job{installation: 1, owner: "octo", repo: "infra", number: 7, actor: "alice", commentID: 99,
 				command: chatops.Command{Verb: tc.verb}, afterMerge: tc.afterMerge}
 			if tc.verb == chatops.Unlock {

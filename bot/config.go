@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
@@ -135,6 +136,11 @@ type Config struct {
 	// which case the bot needs no access to the stacks' clusters or clouds.
 	Executor       string          `json:"executor"`
 	KubernetesJobs *kubejob.Config `json:"kubernetesJobs"`
+	// GitHubActions is how the executor github-actions runs each stack:
+	// as a run of the pull request's repository's own workflow (the YAML
+	// file's githubActions: workflow, pollInterval, timeout), in which
+	// case the bot needs no cluster, cloud or release store credentials.
+	GitHubActions *ghactions.Config `json:"githubActions"`
 	// ExecutorRules send some repositories' or stacks' runs to another
 	// executor (the YAML file's executorRules; the first match wins).
 	ExecutorRules []ExecutorRule `json:"executorRules"`

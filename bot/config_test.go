@@ -65,6 +65,10 @@ func TestLoadConfig(t *testing.T) {
 	os.WriteFile(readyFile, []byte("readyTimeout: 2m\n"), 0o644)
 	clusterFile := filepath.Join(dir, "clusters.yaml")
 	os.WriteFile(clusterFile, []byte("specKubeconfigAllow: [auth-provider]\nkubeconfigs: {qa: "+keyPath+"}\nmoduleEnv: [VAULT_ADDR]\n"), 0o644)
+	actionsFile := filepath.Join(dir, "actions.yaml")
+	os.WriteFile(actionsFile, []byte("executor: github-actions\ngithubActions: {workflow: infra-run.yaml, pollInterval: 1m, timeout: 2h}\n"), 0o644)
+	badActions := filepath.Join(dir, "badactions.yaml")
+	os.WriteFile(badActions, []byte("githubActions: {workflow: .github/workflows/run.yml}\n"), 0o644)
 	base := map[string]string{"KUSIONPR_WEBHOOK_SECRET": "s", "KUSIONPR_APP_ID": "12", "KUSIONPR_APP_PRIVATE_KEY_PATH": keyPath}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
@@ -150,6 +154,15 @@ func TestLoadConfig(t *testing.T) {
 		}, ""},
 		{"an unknown allowance", with("KUSIONPR_SPEC_KUBECONFIG_ALLOW", "exec,everything"), nil, `KUSIONPR_SPEC_KUBECONFIG_ALLOW: unknown allowance "everything": want exec, auth-provider or files`},
 		{"a workspace kubeconfig without a file", with("KUSIONPR_KUBECONFIGS", "dev"), nil, `KUSIONPR_KUBECONFIGS: "dev": want WORKSPACE=FILE`},
+		{"github-actions with its defaults", with("KUSIONPR_EXECUTOR", "github-actions"), func(c *Config) bool {
+			return c.Executor == "github-actions" && c.GitHubActions != nil && c.GitHubActions.Workflow == ""
+		}, ""},
+		{"github-actions from the file", with("KUSIONPR_CONFIG", actionsFile), func(c *Config) bool {
+			g := c.GitHubActions
+			return c.Executor == "github-actions" && g.Workflow == "infra-run.yaml" && g.PollInterval.Duration == time.Minute && g.Timeout.Duration == 2*time.Hour
+		}, ""},
+		{"github-actions settings no run could use", with("KUSIONPR_CONFIG", badActions, "KUSIONPR_EXECUTOR", "github-actions"), nil, "githubActions.workflow"},
+		{"an unknown executor", with("KUSIONPR_EXECUTOR", "lambda"), nil, `KUSIONPR_EXECUTOR: "lambda" is not in-process, kubernetes or github-actions`},
 		{"a workspace kubeconfig that is missing", with("KUSIONPR_KUBECONFIGS", "dev="+filepath.Join(dir, "nope")), nil, "KUSIONPR_KUBECONFIGS: workspace dev: stat"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -12,14 +13,16 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
 // The executors the bot knows by name.
 const (
-	execInProcess  = "in-process"
-	execKubernetes = "kubernetes"
+	execInProcess     = "in-process"
+	execKubernetes    = "kubernetes"
+	execGitHubActions = "github-actions"
 )
 
 // ExecutorRule sends the stacks it matches to another executor than the
@@ -32,7 +35,7 @@ type ExecutorRule struct {
 	// Stacks are stack folders, or path.Match patterns of them
 	// (apps/prod/*); empty matches every stack.
 	Stacks []string `json:"stacks,omitempty"`
-	// Executor is in-process or kubernetes.
+	// Executor is in-process, kubernetes or github-actions.
 	Executor string `json:"executor"`
 }
 
@@ -65,8 +68,12 @@ func (c *Config) checkExecutors() error {
 			if c.KubernetesJobs == nil {
 				errs = append(errs, fmt.Errorf("%s is kubernetes, but the configuration file has no kubernetesJobs: the image, namespace and ServiceAccount of the Jobs", where))
 			}
+		case execGitHubActions:
+			if c.GitHubActions == nil {
+				c.GitHubActions = &ghactions.Config{}
+			}
 		default:
-			errs = append(errs, fmt.Errorf("%s: %q is not in-process or kubernetes", where, name))
+			errs = append(errs, fmt.Errorf("%s: %q is not in-process, kubernetes or github-actions", where, name))
 		}
 	}
 	if c.Executor == "" {
@@ -92,6 +99,11 @@ func (c *Config) checkExecutors() error {
 			errs = append(errs, err)
 		}
 	}
+	if c.GitHubActions != nil {
+		if err := c.GitHubActions.Check(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -109,18 +121,23 @@ func (c *Config) executors(runner *workflow.Runner, m *metrics, log *slog.Logger
 	for _, name := range c.RepositoryExecutors {
 		used[name] = true
 	}
-	r := &executorRouter{cfg: c, by: map[string]workflow.StackRunner{}}
+	r := &executorRouter{cfg: c, by: map[string]workflow.StackRunner{}, m: m}
 	for name := range used {
-		if name == "" {
-			continue
-		}
 		var x workflow.StackRunner = runner
-		if name == execKubernetes {
+		switch name {
+		case "":
+			continue
+		case execKubernetes:
 			k, err := kubejob.New(*c.KubernetesJobs, log)
 			if err != nil {
 				return nil, err
 			}
 			x = k
+		case execGitHubActions:
+			// A run of the repository's own workflow, dispatched through
+			// each command's installation client (with).
+			r.actions = ghactions.New(*c.GitHubActions, log)
+			continue
 		}
 		r.by[name] = observed{next: x, executor: name, m: m}
 	}
@@ -135,12 +152,21 @@ type executorRouter struct {
 	cfg  *Config
 	by   map[string]workflow.StackRunner
 	repo []ExecutorRule
+	// actions is the github-actions executor, when used; it runs through
+	// a command's own client.
+	actions *ghactions.Executor
+	m       *metrics
 }
 
-// with is the router with a repository's own rules.
-func (r *executorRouter) with(repo []ExecutorRule) *executorRouter {
+// with is the router of one command: a repository's own rules, and gh, the
+// command's installation client, for the github-actions executor.
+func (r *executorRouter) with(repo []ExecutorRule, gh ghactions.GitHub) *executorRouter {
 	out := *r
 	out.repo = repo
+	if r.actions != nil && gh != nil {
+		out.by = maps.Clone(r.by)
+		out.by[execGitHubActions] = observed{next: r.actions.For(gh), executor: execGitHubActions, m: r.m}
+	}
 	return &out
 }
 
@@ -171,7 +197,11 @@ func (r *executorRouter) RunStack(ctx context.Context, cmd workflow.Command, dir
 	if opts.Logger != nil {
 		opts.Logger.Debug("executor picked", "executor", name)
 	}
-	return r.by[name].RunStack(ctx, cmd, dir, opts)
+	x, ok := r.by[name]
+	if !ok {
+		return &workflow.StackResult{Err: fmt.Errorf("the executor %s has no GitHub client to run through", name)}
+	}
+	return x.RunStack(ctx, cmd, dir, opts)
 }
 
 // repositorySettings is the file on a repository's default branch in which

@@ -64,7 +64,7 @@ func TestExecutorSettingsChecked(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"an unknown default", Config{Executor: "lambda"}, `KUSIONPR_EXECUTOR: "lambda" is not in-process or kubernetes`},
+		{"an unknown default", Config{Executor: "lambda"}, `KUSIONPR_EXECUTOR: "lambda" is not in-process, kubernetes or github-actions`},
 		{"kubernetes without its settings", Config{Executor: "kubernetes"}, "KUSIONPR_EXECUTOR is kubernetes, but the configuration file has no kubernetesJobs"},
 		{"a rule naming kubernetes without its settings", Config{ExecutorRules: []ExecutorRule{{Executor: "kubernetes"}}}, "executorRules[0].executor is kubernetes"},
 		{"an unknown untrusted previews' executor", Config{UntrustedPreviews: "sandbox"}, `KUSIONPR_UNTRUSTED_PREVIEWS: "sandbox"`},

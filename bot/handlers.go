@@ -71,6 +71,9 @@ type job struct {
 // dispatch turns a verified delivery into a queued job; the outcome names
 // what happened for the metrics and the answer.
 func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
+	if d.Event == "workflow_run" {
+		return b.workflowRun(d)
+	}
 	if d.Event != "pull_request" && d.Event != "issue_comment" {
 		return "ignored", nil
 	}
@@ -128,6 +131,35 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 		return "coalesced", nil
 	}
 	return "accepted", nil
+}
+
+// workflowRun hands news of a workflow run to the executor that follows
+// it (github-actions): no job is queued, the executor's wait reads the
+// run now instead of at its next poll.
+func (b *Bot) workflowRun(d *webhook.Delivery) (string, error) {
+	if b.actions == nil {
+		return "ignored", nil
+	}
+	var ev struct {
+		WorkflowRun *struct {
+			Name         string `json:"name"`
+			DisplayTitle string `json:"display_title"`
+		} `json:"workflow_run"`
+		Repository struct {
+			FullName string `json:"full_name"`
+		} `json:"repository"`
+	}
+	if err := json.Unmarshal(d.Body, &ev); err != nil {
+		return "", fmt.Errorf("malformed %s payload: %v", d.Event, err)
+	}
+	if ev.WorkflowRun == nil || ev.Repository.FullName == "" {
+		return "", fmt.Errorf("%s payload without workflow_run or repository", d.Event)
+	}
+	if !b.cfg.allowed(ev.Repository.FullName) {
+		return "ignored", nil
+	}
+	b.actions.Heard(ev.WorkflowRun.Name, ev.WorkflowRun.DisplayTitle)
+	return "heard", nil
 }
 
 // enqueue queues j unless the same work is queued or running already: the

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/webhook"
@@ -47,6 +48,9 @@ type Bot struct {
 	work   stackWork
 	// executors picks each stack's executor; nil when work is a test's.
 	executors *executorRouter
+	// actions, with the executor github-actions, hears of the workflow
+	// runs it follows.
+	actions *ghactions.Executor
 }
 
 // New checks the configuration and prepares the bot.
@@ -77,7 +81,7 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.login, b.work, b.executors = b.app.Login, workflowWork{runner: runner, stacks: stacks}, stacks
+	b.login, b.work, b.executors, b.actions = b.app.Login, workflowWork{runner: runner, stacks: stacks}, stacks, stacks.actions
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)
 	b.budget = webhook.NewBudget(cfg.MaxUnverifiedBytes, budgetWait)
 	b.ready.Store(true)
@@ -162,7 +166,7 @@ func (b *Bot) webhook(w http.ResponseWriter, r *http.Request) {
 // so whoever holds one signed body could otherwise mint series at will.
 func eventLabel(event string) string {
 	switch event {
-	case "pull_request", "issue_comment", "ping":
+	case "pull_request", "issue_comment", "ping", "workflow_run":
 		return event
 	}
 	return "other"

@@ -53,7 +53,8 @@ func TestAppManifest(t *testing.T) {
 	if m.Public == nil || *m.Public {
 		t.Errorf("%s: public should be false", manifestFile)
 	}
-	for _, e := range []string{"pull_request", "issue_comment"} {
+	// workflow_run: the runs the github-actions executor dispatched.
+	for _, e := range []string{"pull_request", "issue_comment", "workflow_run"} {
 		if !slices.Contains(m.Events, e) {
 			t.Errorf("%s: default_events %v lacks %s", manifestFile, m.Events, e)
 		}
@@ -65,6 +66,9 @@ func TestAppManifest(t *testing.T) {
 		"pull_requests": "read",
 		"statuses":      "read",
 		"metadata":      "read",
+		// The github-actions executor dispatches workflows (write) and
+		// reads their runs and artifacts (which write includes).
+		"actions": "write",
 	} {
 		if got := m.Permissions[p]; got != want {
 			t.Errorf("%s: default_permissions.%s = %q, want %q", manifestFile, p, got, want)

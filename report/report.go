@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/template"
@@ -95,6 +96,8 @@ type view struct {
 	Destroy bool
 	// Location is where the stack is in the repository.
 	Location string
+	// RunURL is the run that did the work, when not this process.
+	RunURL string
 }
 
 func newView(p *engine.Preview, stackErr error) view {
@@ -131,7 +134,15 @@ type CommentOptions struct {
 	// Destroy: the release is a destroy's (its spec lists what it
 	// destroyed, as Kusion's do).
 	Destroy bool
+	// RunURL links the run that did the work away from this process (a
+	// GitHub Actions run's page). It is shown only if it is a plain
+	// http(s) address, so that no Markdown can ride in it.
+	RunURL string
 }
+
+// plainURL is an address a comment may link as it is: no character that
+// could end the link or start markup.
+var plainURL = regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%/-]*)?$`)
 
 // Comment renders p as a pull-request comment.
 func (r *Renderer) Comment(p *engine.Preview, stackErr error, opts CommentOptions) (string, error) {
@@ -141,6 +152,9 @@ func (r *Renderer) Comment(p *engine.Preview, stackErr error, opts CommentOption
 	}
 	v.Release = opts.Release
 	v.Location = opts.Location
+	if plainURL.MatchString(opts.RunURL) {
+		v.RunURL = opts.RunURL
+	}
 	v.Destroy = opts.Release != nil && (opts.Destroy || opts.Release.Spec == nil || len(opts.Release.Spec.Resources) == 0)
 	var buf bytes.Buffer
 	if err := r.md.Execute(&buf, v); err != nil {

@@ -295,7 +295,7 @@ func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 	if c.Command != Preview {
 		release = run.Release
 	}
-	body, err := c.Renderer.Comment(p, so.Err, report.CommentOptions{Marker: githubapi.Marker(c.key(st.Dir), 1), Release: release, Location: st.Dir, Destroy: cmd == Destroy})
+	body, err := c.Renderer.Comment(p, so.Err, report.CommentOptions{Marker: githubapi.Marker(c.key(st.Dir), 1), Release: release, Location: st.Dir, Destroy: cmd == Destroy, RunURL: run.RunURL})
 	if err != nil {
 		so.Err = errors.Join(so.Err, err)
 		return so

@@ -176,10 +176,12 @@ type RequestResult struct {
 	StackName string          `json:"stackName,omitempty"`
 	Workspace string          `json:"workspace,omitempty"`
 	Preview   *engine.Preview `json:"preview,omitempty"`
-	// Revision is the release the run wrote, 0 for none.
-	Revision  uint64 `json:"revision,omitempty"`
-	Skipped   string `json:"skipped,omitempty"`
-	Unchanged bool   `json:"unchanged,omitempty"`
+	// Revision is the release the run wrote, 0 for none; Phase is how it
+	// ended, for an asker that cannot read the store.
+	Revision  uint64      `json:"revision,omitempty"`
+	Phase     model.Phase `json:"phase,omitempty"`
+	Skipped   string      `json:"skipped,omitempty"`
+	Unchanged bool        `json:"unchanged,omitempty"`
 	// Error is the run's error, its paths relative to the checkout.
 	Error string `json:"error,omitempty"`
 	// Started is when the worker began the run.
@@ -201,7 +203,7 @@ func NewRequestResult(id, root string, run *StackResult) RequestResult {
 		res.Project, res.StackName = run.Stack.Project.Name, run.Stack.Name
 	}
 	if run.Release != nil {
-		res.Revision = run.Release.Revision
+		res.Revision, res.Phase = run.Release.Revision, run.Release.Phase
 	}
 	if run.Err != nil {
 		res.Error = relativeTo(root, run.Err).Error()

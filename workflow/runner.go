@@ -117,6 +117,9 @@ type StackResult struct {
 	// the bots waiting for one request run away, the first to take its
 	// result reports it.
 	ReportedElsewhere string
+	// RunURL is the page of the run that did the work away from this
+	// process (a GitHub Actions run): its report links it.
+	RunURL string
 }
 
 // RuntimeTarget is what a RuntimeFactory is told of the stack it builds

@@ -193,6 +193,9 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		return 2
 	}
 	maxParallel, _ := strconv.Atoi(in("max-parallel"))
+	if raw := in("request"); raw != "" {
+		return runRequest(ctx, ga, gctx, raw, &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, opts, workspace, log)
+	}
 
 	change := &workflow.Change{
 		Root: root, Command: cmd, Runner: &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, Options: opts, MaxParallel: maxParallel,

@@ -54,6 +54,8 @@ var handledOperations = [...]string{
 	"apps/create-installation-access-token", "pulls/list", "pulls/list-reviews", "repos/get-combined-status-for-ref",
 	"repos/download-tarball-archive", "apps/list-repos-accessible-to-installation", "apps/get-repo-installation",
 	"apps/get-installation", "apps/list-installations", "repos/list-commit-statuses-for-ref", "apps/get-authenticated",
+	"actions/create-workflow-dispatch", "actions/list-workflow-runs", "actions/get-workflow-run",
+	"actions/list-workflow-run-artifacts", "actions/download-artifact",
 }
 
 func TestDescription(t *testing.T) {

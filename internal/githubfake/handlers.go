@@ -65,6 +65,16 @@ func handler(opID string) func(*Server, *request) response {
 		return (*Server).installation
 	case "apps/list-installations":
 		return (*Server).listInstallations
+	case "actions/create-workflow-dispatch":
+		return (*Server).dispatch
+	case "actions/list-workflow-runs":
+		return (*Server).listRuns
+	case "actions/get-workflow-run":
+		return (*Server).getRun
+	case "actions/list-workflow-run-artifacts":
+		return (*Server).listArtifacts
+	case "actions/download-artifact":
+		return (*Server).downloadArtifact
 	}
 	return nil
 }

@@ -201,6 +201,10 @@ type response struct {
 	status int
 	body   any
 	header http.Header
+	// refusal: a 422 GitHub answers a well-formed request for what the
+	// repository holds (a dispatch of a ref it lacks), not the caller's
+	// slip, so not a violation.
+	refusal bool
 }
 
 const docsURL = "https://docs.github.com/rest"
@@ -236,6 +240,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	// Codeload URLs are pre-signed: no token, and no REST description.
 	if strings.HasPrefix(path, codeloadPrefix) {
 		s.serveCodeload(w, r, decoded)
+		return
+	}
+	if strings.HasPrefix(path, artifactPrefix) {
+		s.serveArtifact(w, r, decoded)
 		return
 	}
 	token := bearer(r.Header.Get("Authorization"))
@@ -275,7 +283,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := s.answer(rq)
-	if resp.status == http.StatusUnprocessableEntity {
+	if resp.status == http.StatusUnprocessableEntity && !resp.refusal {
 		// A limit GitHub enforces beyond the schema (a comment's length): the
 		// caller should have kept to it.
 		s.violate("%s: %s", where, errorText(resp.body))

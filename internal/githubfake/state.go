@@ -34,6 +34,11 @@ type state struct {
 	trees     map[string]*tree  // by repo@ref
 	downloads map[string]string // codeload token -> repo@ref it was issued for
 
+	workflows         map[string]Workflow // by repo/file
+	runs              []*actionsRun       // in dispatch order
+	onDispatch        func(Dispatch)
+	artifactDownloads map[string]*artifact // pre-signed token -> artifact
+
 	appID        int64
 	appKey       *rsa.PublicKey // nil: /app requests take any token
 	installRepos []installRepo

@@ -1,0 +1,464 @@
+package ghactions
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/engine/project"
+	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+// GitHub is what the executor asks of GitHub, for one repository;
+// *githubapi.Client is the implementation.
+type GitHub interface {
+	DefaultBranch(ctx context.Context) (string, error)
+	DispatchWorkflow(ctx context.Context, workflow, ref string, inputs map[string]any) error
+	DispatchedRuns(ctx context.Context, workflow string, match func(githubapi.WorkflowRun) bool) ([]githubapi.WorkflowRun, error)
+	WorkflowRun(ctx context.Context, id int64) (githubapi.WorkflowRun, error)
+	RunArtifact(ctx context.Context, runID int64, name string, limit int64) ([]byte, error)
+}
+
+// MaxResultBytes bounds a run's result, zipped and unzipped: the artifact
+// is written by a workflow a pull request's content ran in.
+const MaxResultBytes = 32 << 20
+
+// ArtifactName is the name of the artifact a run of the request id
+// uploads its result as.
+func ArtifactName(id string) string { return "kusionpr-result-" + id }
+
+// Executor runs each stack's request as a workflow run. One Executor
+// serves every repository: For gives the runner of one.
+type Executor struct {
+	Config Config
+	// Log takes the lines of a run without a logger of its own.
+	Log *slog.Logger
+	// FindWithin bounds how long a dispatched run may take to show in
+	// the workflow's runs, named with its request id (default 2m).
+	FindWithin time.Duration
+
+	mu   sync.Mutex
+	subs map[string][]chan struct{} // by request id
+}
+
+// New is the executor of c.
+func New(c Config, log *slog.Logger) *Executor { return &Executor{Config: c, Log: log} }
+
+// For is the runner of the stacks of the repository gh reaches: the
+// repository a pull request's command or merge came from.
+func (x *Executor) For(gh GitHub) workflow.StackRunner { return repoRunner{x: x, gh: gh} }
+
+// requestInName finds the request ids a run's name carries, as the
+// example workflow's run-name writes them: "[apply-0123...]".
+var requestInName = regexp.MustCompile(`\[([a-z]+-[0-9a-f]{24})\]`)
+
+// Heard is told of a workflow_run webhook about a run named name (its
+// name or display title): the waits for the request it names look now
+// instead of at their next poll.
+func (x *Executor) Heard(names ...string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, n := range names {
+		for _, m := range requestInName.FindAllStringSubmatch(n, -1) {
+			for _, c := range x.subs[m[1]] {
+				select {
+				case c <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+func (x *Executor) subscribe(id string) chan struct{} {
+	c := make(chan struct{}, 1)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.subs == nil {
+		x.subs = map[string][]chan struct{}{}
+	}
+	x.subs[id] = append(x.subs[id], c)
+	return c
+}
+
+func (x *Executor) unsubscribe(id string, c chan struct{}) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	subs := x.subs[id]
+	for i, s := range subs {
+		if s == c {
+			x.subs[id] = append(subs[:i], subs[i+1:]...)
+			break
+		}
+	}
+	if len(x.subs[id]) == 0 {
+		delete(x.subs, id)
+	}
+}
+
+type repoRunner struct {
+	x  *Executor
+	gh GitHub
+}
+
+// RunStack runs cmd on the stack in dir as a run of the repository's
+// workflow, or follows the run dispatched before for the same request (by
+// another bot, or this one before a restart), and reports its result.
+func (r repoRunner) RunStack(ctx context.Context, cmd workflow.Command, dir string, opts workflow.Options) *workflow.StackResult {
+	run := &workflow.StackResult{}
+	req, err := workflow.NewRequest(cmd, dir, opts)
+	if err != nil {
+		run.Err = err
+		return run
+	}
+	// The stack is read for its report and its workspace; one that cannot
+	// be read fails here as it would in the run, with nothing dispatched.
+	st, err := project.LoadStack(opts.CheckoutRoot, dir)
+	if err != nil && cmd == workflow.Destroy && errors.Is(err, fs.ErrNotExist) {
+		st, err = project.DeletedStack(opts.CheckoutRoot, dir)
+	}
+	if err != nil {
+		run.Err = err
+		return run
+	}
+	run.Stack, run.Workspace = st, st.WorkspaceName(opts.Workspace)
+	id := req.ID()
+	// The run's logger names the repository and pull request; the
+	// executor's own is for a run without one.
+	log := opts.Logger
+	if log == nil {
+		log = r.x.Log
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("request", id, "workflow", r.x.Config.workflow())
+
+	f := &follow{x: r.x, gh: r.gh, req: req, id: id, workspace: run.Workspace, log: log}
+	res, wr, err := f.run(ctx)
+	if wr != nil {
+		run.RunURL = wr.HTMLURL
+	}
+	if err != nil {
+		run.Err = err
+		return run
+	}
+	out := res.StackResult(release(res))
+	out.RunURL = wr.HTMLURL
+	if out.Stack == nil {
+		out.Stack = st
+	}
+	if out.Workspace == "" {
+		out.Workspace = run.Workspace
+	}
+	return out
+}
+
+// release is what the report shows of the release the run wrote: the bot
+// reads no store, so it is built from the result. Its spec is what the
+// run's preview planned, which is what the release recorded; a report
+// tells an apply from a destroy by it.
+func release(res workflow.RequestResult) *model.Release {
+	if res.Revision == 0 {
+		return nil
+	}
+	rel := &model.Release{Project: res.Project, Workspace: res.Workspace, Revision: res.Revision, Stack: res.StackName, Phase: res.Phase}
+	if p := res.Preview; p != nil {
+		rel.Spec = &model.Spec{}
+		for _, k := range p.StepKeys {
+			if s := p.ChangeSteps[k]; s != nil && s.To != nil && s.Action != engine.Delete {
+				rel.Spec.Resources = append(rel.Spec.Resources, *s.To)
+			}
+		}
+	}
+	return rel
+}
+
+// follow is one request's wait: the runs found for it, dispatched if none.
+type follow struct {
+	x         *Executor
+	gh        GitHub
+	req       workflow.Request
+	id        string
+	workspace string
+	log       *slog.Logger
+
+	runs       map[int64]githubapi.WorkflowRun
+	dispatched time.Time
+}
+
+// mine: the run carries the request's id in its name, as the workflow's
+// run-name puts it.
+func (f *follow) mine(r githubapi.WorkflowRun) bool {
+	tag := "[" + f.id + "]"
+	return strings.Contains(r.Name, tag) || strings.Contains(r.DisplayTitle, tag)
+}
+
+// run dispatches the request unless a run of it exists, and waits for the
+// first of its runs to complete; it returns that run's result, and the
+// run it judged by (nil if none was found).
+func (f *follow) run(ctx context.Context) (workflow.RequestResult, *githubapi.WorkflowRun, error) {
+	wf := f.x.Config.workflow()
+	news := f.x.subscribe(f.id)
+	defer f.x.unsubscribe(f.id, news)
+	deadline := time.Now().Add(f.x.Config.timeout())
+	findWithin := f.x.FindWithin
+	if findWithin <= 0 {
+		findWithin = 2 * time.Minute
+	}
+	f.runs = map[int64]githubapi.WorkflowRun{}
+	for {
+		if err := f.look(ctx, wf); err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return workflow.RequestResult{}, f.first(), f.stopped(ctx)
+			case errors.Is(err, githubapi.ErrNoWorkflow):
+				err = fmt.Errorf("%w; %s", err, f.setting(wf))
+			}
+			return workflow.RequestResult{}, f.first(), err
+		}
+		if len(f.runs) == 0 && f.dispatched.IsZero() {
+			if err := f.dispatch(ctx, wf); err != nil {
+				return workflow.RequestResult{}, nil, err
+			}
+			continue
+		}
+		if len(f.runs) == 0 && time.Since(f.dispatched) > findWithin {
+			return workflow.RequestResult{}, nil, fmt.Errorf("workflow %s was dispatched for request %s, but no run named with %s showed within %s: its run-name must carry the request id, as .github/workflow-examples/kusion-run.yml's does (githubActions.workflow)",
+				wf, f.id, "["+f.id+"]", findWithin)
+		}
+		if res, wr, done, err := f.judge(ctx); done || err != nil {
+			return res, wr, err
+		}
+		if time.Now().After(deadline) {
+			wr := f.first()
+			where := ""
+			if wr != nil {
+				where = fmt.Sprintf(" (run %s, %s)", wr.HTMLURL, wr.Status)
+			}
+			return workflow.RequestResult{}, wr, fmt.Errorf("timed out after %s waiting for the workflow run of request %s%s (githubActions.timeout): the run goes on; its result is not reported here", f.x.Config.timeout(), f.id, where)
+		}
+		wait := f.x.Config.poll()
+		if len(f.runs) == 0 {
+			// GitHub shows a dispatched run within seconds.
+			wait = min(wait, 2*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return workflow.RequestResult{}, f.first(), f.stopped(ctx)
+		case <-news:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// look finds the request's runs by their names until some are known, then
+// reads those not completed.
+func (f *follow) look(ctx context.Context, wf string) error {
+	if len(f.runs) == 0 {
+		found, err := f.gh.DispatchedRuns(ctx, wf, f.mine)
+		if err != nil {
+			return err
+		}
+		for _, r := range found {
+			f.runs[r.ID] = r
+			f.log.Info("following the workflow run of the request", "run", r.ID, "url", r.HTMLURL, "status", r.Status)
+		}
+		return nil
+	}
+	for id, r := range f.runs {
+		if r.Status == "completed" {
+			continue
+		}
+		now, err := f.gh.WorkflowRun(ctx, id)
+		if err != nil {
+			return err
+		}
+		f.runs[id] = now
+	}
+	return nil
+}
+
+func (f *follow) dispatch(ctx context.Context, wf string) error {
+	ref, err := f.gh.DefaultBranch(ctx)
+	if err != nil {
+		return err
+	}
+	wire, err := json.Marshal(f.req)
+	if err != nil {
+		return err
+	}
+	// The request is the run's work; the rest is for people reading the
+	// Actions tab, and environment picks the job's GitHub environment
+	// (its required reviewers and secrets) for a run that changes
+	// something: the stack's workspace.
+	env := ""
+	if f.req.Command != workflow.Preview && !f.req.DryRun {
+		env = f.workspace
+	}
+	inputs := map[string]any{"request": string(wire), "id": f.id, "stack": f.req.Stack, "command": string(f.req.Command), "commit": f.req.Commit, "environment": env}
+	if err := f.gh.DispatchWorkflow(ctx, wf, ref, inputs); err != nil {
+		if ctx.Err() != nil {
+			return f.stopped(ctx)
+		}
+		if de, ok := errors.AsType[*githubapi.DispatchError](err); ok {
+			return fmt.Errorf("%w; %s", de, f.setting(wf))
+		}
+		return err
+	}
+	f.dispatched = time.Now()
+	f.log.Info("workflow dispatched", "ref", ref, "stack", f.req.Stack)
+	return nil
+}
+
+// setting says what the bot dispatches, for GitHub's refusals.
+func (f *follow) setting(wf string) string {
+	return fmt.Sprintf("the bot dispatches githubActions.workflow (%s) on the default branch: it must be there, with on: workflow_dispatch and the inputs request, id, stack, command, commit and environment, as in .github/workflow-examples/kusion-run.yml", wf)
+}
+
+// stopped is the error of a wait cut short: the run, if dispatched, goes
+// on, and the request's next run (a redelivery, the recovery pass of a
+// restarted bot) follows it.
+func (f *follow) stopped(ctx context.Context) error {
+	return fmt.Errorf("stopped waiting for the workflow run of request %s (%w): it goes on, and the next run of this request follows it", f.id, ctx.Err())
+}
+
+// first is the run the request is judged by while none has completed: the
+// first dispatched.
+func (f *follow) first() *githubapi.WorkflowRun {
+	runs := f.sorted()
+	if len(runs) == 0 {
+		return nil
+	}
+	return &runs[0]
+}
+
+func (f *follow) sorted() []githubapi.WorkflowRun {
+	runs := make([]githubapi.WorkflowRun, 0, len(f.runs))
+	for _, r := range f.runs {
+		runs = append(runs, r)
+	}
+	sort.Slice(runs, func(i, j int) bool {
+		if !runs[i].CreatedAt.Equal(runs[j].CreatedAt) {
+			return runs[i].CreatedAt.Before(runs[j].CreatedAt)
+		}
+		return runs[i].ID < runs[j].ID
+	})
+	return runs
+}
+
+// judge takes the runs in the order they were dispatched: the first that
+// completed with a result is the request's, and one still going before it
+// is waited for (two bots racing may both dispatch: the later run finds the
+// work done and says so, and the earlier one's result is the one to
+// report). When every run completed and none left a result, the first
+// one's conclusion is the request's failure.
+func (f *follow) judge(ctx context.Context) (workflow.RequestResult, *githubapi.WorkflowRun, bool, error) {
+	runs := f.sorted()
+	if len(runs) == 0 {
+		return workflow.RequestResult{}, nil, false, nil
+	}
+	for i := range runs {
+		wr := &runs[i]
+		if wr.Status != "completed" {
+			return workflow.RequestResult{}, nil, false, nil
+		}
+		res, err := f.result(ctx, wr)
+		if errors.Is(err, githubapi.ErrNoArtifact) {
+			continue
+		}
+		if err != nil {
+			return res, wr, true, err
+		}
+		f.log.Info("the workflow run's result is in", "run", wr.ID, "conclusion", wr.Conclusion)
+		return res, wr, true, nil
+	}
+	wr := &runs[0]
+	return workflow.RequestResult{}, wr, true, fmt.Errorf("the workflow run %s ended %s and left no result (artifact %s): see its log",
+		wr.HTMLURL, conclusion(wr.Conclusion), ArtifactName(f.id))
+}
+
+func conclusion(c string) string {
+	switch c {
+	case "":
+		return "without a conclusion"
+	case "failure":
+		return "in failure"
+	case "cancelled":
+		return "cancelled"
+	case "timed_out":
+		return "timed out"
+	}
+	return strings.ReplaceAll(c, "_", " ")
+}
+
+// result reads the run's artifact: a zip holding one file, the request's
+// result, each within MaxResultBytes. A result naming another request is
+// refused.
+func (f *follow) result(ctx context.Context, wr *githubapi.WorkflowRun) (workflow.RequestResult, error) {
+	name := ArtifactName(f.id)
+	raw, err := f.gh.RunArtifact(ctx, wr.ID, name, MaxResultBytes)
+	if err != nil {
+		if errors.Is(err, githubapi.ErrNoArtifact) {
+			return workflow.RequestResult{}, err
+		}
+		return workflow.RequestResult{}, fmt.Errorf("the result of workflow run %s: %w", wr.HTMLURL, err)
+	}
+	data, err := unzipOne(raw, MaxResultBytes)
+	if err != nil {
+		return workflow.RequestResult{}, fmt.Errorf("the result of workflow run %s: artifact %s: %w", wr.HTMLURL, name, err)
+	}
+	res, err := workflow.DecodeRequestResult(f.id, data)
+	if err != nil {
+		return res, fmt.Errorf("the result of workflow run %s: %w", wr.HTMLURL, err)
+	}
+	return res, nil
+}
+
+// unzipOne is the one file of the zip raw, read within limit whatever its
+// header claims.
+func unzipOne(raw []byte, limit int64) ([]byte, error) {
+	zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil {
+		return nil, fmt.Errorf("not a zip: %w", err)
+	}
+	var files []*zip.File
+	for _, f := range zr.File {
+		if !f.FileInfo().IsDir() {
+			files = append(files, f)
+		}
+	}
+	if len(files) != 1 {
+		return nil, fmt.Errorf("holds %d files, want the one result file", len(files))
+	}
+	if files[0].UncompressedSize64 > uint64(limit) {
+		return nil, fmt.Errorf("its file unpacks to more than %s", githubapi.FormatBytes(limit))
+	}
+	rc, err := files[0].Open()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("its file unpacks to more than %s", githubapi.FormatBytes(limit))
+	}
+	return data, nil
+}

@@ -1,0 +1,261 @@
+package ghactions_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/executor/ghactions"
+	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/internal/githubfake"
+	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/report"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+const (
+	owner, repo = "octo", "infra"
+	commit      = "cccccccccccccccccccccccccccccccccccccccc"
+	number      = 7
+	file        = "kusion-run.yml"
+)
+
+type world struct {
+	t    *testing.T
+	gh   *githubfake.Server
+	c    *githubapi.Client
+	x    *ghactions.Executor
+	root string
+}
+
+func newWorld(t *testing.T) *world {
+	gh := githubfake.New(t)
+	gh.SetWorkflow(owner, repo, file, githubfake.ReadWorkflow(t, "../../.github/workflow-examples/kusion-run.yml"))
+	c, err := githubapi.New("ghs_token", gh.URL, owner, repo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, gh: gh, c: c, root: t.TempDir(),
+		x: ghactions.New(ghactions.Config{Workflow: file, PollInterval: ghactions.Duration{Duration: time.Second}}, nil)}
+	for name, body := range map[string]string{"apps/project.yaml": "name: apps\n", "apps/dev/stack.yaml": "name: dev\nworkspace: dev\n",
+		"apps/dev/spec.yaml": "resources: []\n"} {
+		p := filepath.Join(w.root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gh.SetPullRequest(owner, repo, number, commit, "master", false)
+	gh.SetPullFiles(owner, repo, number, []githubfake.PullFile{{Filename: "apps/dev/spec.yaml", Status: "modified"}})
+	return w
+}
+
+func (w *world) options() workflow.Options {
+	return workflow.Options{CheckoutRoot: w.root, Trigger: "merge", Merge: &workflow.MergeOrder{SHA: commit, MergedAt: time.Now()},
+		Origin: &model.Origin{PullRequest: number, SHA: commit, Actor: "octocat", Command: "merge", Repository: &model.Repository{ID: 42, FullName: owner + "/" + repo}}}
+}
+
+// runner plays GitHub's runner on each dispatch: the run does what do
+// says, then completes, and the workflow_run webhook reaches the executor.
+func (w *world) runner(do func(d githubfake.Dispatch, req workflow.Request) (conclusion string)) {
+	w.gh.OnDispatch(func(d githubfake.Dispatch) {
+		var req workflow.Request
+		if err := json.Unmarshal([]byte(d.Inputs["request"]), &req); err != nil {
+			w.t.Errorf("the request input: %v", err)
+		}
+		w.gh.StartRun(owner, repo, d.RunID)
+		w.gh.CompleteRun(owner, repo, d.RunID, do(d, req))
+		w.heard(d.RunID)
+	})
+}
+
+// heard delivers the run's workflow_run completed webhook to the executor,
+// as the bot routes it.
+func (w *world) heard(runID int64) {
+	ev := w.gh.WorkflowRunEvent(w.t, owner, repo, runID, "completed")
+	run := ev["workflow_run"].(map[string]any)
+	w.x.Heard(fmt.Sprint(run["name"]), fmt.Sprint(run["display_title"]))
+}
+
+func (w *world) result(d githubfake.Dispatch, res workflow.RequestResult) {
+	data, err := res.Encode()
+	if err != nil {
+		w.t.Error(err)
+	}
+	w.gh.AddArtifact(owner, repo, d.RunID, ghactions.ArtifactName(d.Inputs["id"]), map[string][]byte{".kusionpr-result.json": data})
+}
+
+func applied(id string, revision uint64) workflow.RequestResult {
+	to := &model.Resource{ID: "v1:ConfigMap:apps:settings", Type: "Kubernetes", Attributes: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
+	return workflow.RequestResult{Request: id, Project: "apps", StackName: "dev", Workspace: "dev", Revision: revision, Phase: model.PhaseSucceeded,
+		Preview: &engine.Preview{Project: "apps", Workspace: "dev", Stack: "dev", StepKeys: []string{to.ID},
+			ChangeSteps: map[string]*engine.Step{to.ID: {ID: to.ID, Action: engine.Create, To: to}}}}
+}
+
+// TestRunsReportedWithTheirLink: a merge's apply is dispatched on the
+// default branch with the request as input, found by its id, and what the
+// run left is reported on the pull request with a link to the run; a run
+// that failed without a result, a result of another request and an
+// artifact that unzips past the bound are reported as failures naming the
+// run.
+func TestRunsReportedWithTheirLink(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(w *world, d githubfake.Dispatch) string
+		want []string
+	}{
+		{"applied", func(w *world, d githubfake.Dispatch) string {
+			w.result(d, applied(d.Inputs["id"], 3))
+			return "success"
+		}, []string{"Applied stack", "release 3 succeeded"}},
+		{"failed without a result", func(w *world, d githubfake.Dispatch) string { return "failure" },
+			[]string{"ended in failure and left no result (artifact kusionpr-result-apply-"}},
+		{"another request's result", func(w *world, d githubfake.Dispatch) string {
+			w.result(d, applied("apply-000000000000000000000000", 3))
+			return "success"
+		}, []string{`names request "apply-000000000000000000000000"`}},
+		{"a zip bomb", func(w *world, d githubfake.Dispatch) string {
+			w.gh.AddArtifact(owner, repo, d.RunID, ghactions.ArtifactName(d.Inputs["id"]), map[string][]byte{"r.json": bytes.Repeat([]byte{'0'}, ghactions.MaxResultBytes+1)})
+			return "success"
+		}, []string{"unpacks to more than 32 MiB"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.runner(func(d githubfake.Dispatch, req workflow.Request) string {
+				if err := req.Check(); err != nil || req.ID() != d.Inputs["id"] {
+					t.Errorf("the dispatched request %+v (%v) is not the input id %s", req, err, d.Inputs["id"])
+				}
+				return tc.run(w, d)
+			})
+			r, err := report.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			change := &workflow.Change{Root: w.root, Number: number, SHA: commit, Command: workflow.Apply, Runner: w.x.For(w.c), Options: w.options(),
+				GitHub: w.c, Renderer: r}
+			if _, err := change.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			ds := w.gh.Dispatches()
+			if len(ds) != 1 {
+				t.Fatalf("%d dispatches, want 1", len(ds))
+			}
+			d := ds[0]
+			var req workflow.Request
+			json.Unmarshal([]byte(d.Inputs["request"]), &req)
+			if d.Ref != "master" || d.Workflow != file || req.Command != workflow.Apply || req.Stack != "apps/dev" || req.Commit != commit ||
+				d.Inputs["stack"] != "apps/dev" || d.Inputs["command"] != "apply" || d.Inputs["commit"] != commit || d.Inputs["environment"] != "dev" {
+				t.Errorf("dispatch %+v, request %+v", d, req)
+			}
+			comments := w.gh.Comments(owner, repo, number)
+			if len(comments) != 1 {
+				t.Fatalf("%d comments, want the stack's one", len(comments))
+			}
+			link := fmt.Sprintf("[the workflow run](%s%s/%s/actions/runs/%d)", w.gh.URL, owner, repo, d.RunID)
+			for _, s := range append(tc.want, link) {
+				if !strings.Contains(comments[0].Body, s) {
+					t.Errorf("the comment lacks %q:\n%s", s, comments[0].Body)
+				}
+			}
+		})
+	}
+}
+
+// TestOneRunPerRequest: a redelivered merge, and a bot restarted while the
+// run is queued, follow the run dispatched before instead of dispatching
+// another; when two bots raced and both dispatched, the first run's result
+// is the one reported, whichever completed first.
+func TestOneRunPerRequest(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	var mu sync.Mutex
+	var queued []githubfake.Dispatch
+	w.gh.OnDispatch(func(d githubfake.Dispatch) {
+		mu.Lock()
+		queued = append(queued, d)
+		mu.Unlock()
+	})
+	dir := filepath.Join(w.root, "apps/dev")
+
+	// The bot stops waiting (a restart) while the run is queued.
+	stopped, cancel := context.WithCancel(ctx)
+	done := make(chan *workflow.StackResult)
+	go func() { done <- w.x.For(w.c).RunStack(stopped, workflow.Apply, dir, w.options()) }()
+	for len(w.gh.Dispatches()) == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if got := <-done; got.Err == nil || !strings.Contains(got.Err.Error(), "it goes on") {
+		t.Fatalf("a stopped wait: %v", got.Err)
+	}
+	d := w.gh.Dispatches()[0]
+	w.result(d, applied(d.Inputs["id"], 3))
+	w.gh.CompleteRun(owner, repo, d.RunID, "success")
+
+	// Restarted, then redelivered: the same run, read twice.
+	for i := range 2 {
+		got := w.x.For(w.c).RunStack(ctx, workflow.Apply, dir, w.options())
+		if got.Err != nil || got.Release == nil || got.Release.Revision != 3 || !strings.HasSuffix(got.RunURL, fmt.Sprintf("/runs/%d", d.RunID)) {
+			t.Fatalf("run %d: %+v", i+1, got)
+		}
+	}
+	if n := len(w.gh.Dispatches()); n != 1 {
+		t.Fatalf("%d dispatches for one request, want 1", n)
+	}
+
+	// Two bots raced on another request: two runs. The later one finds
+	// the work done and completes first; the earlier one's apply is what
+	// is reported.
+	opts := w.options()
+	opts.Trigger = "comment 99"
+	opts.Merge = nil
+	req, err := workflow.NewRequest(workflow.Apply, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire, _ := json.Marshal(req)
+	for range 2 {
+		if err := w.c.DispatchWorkflow(ctx, file, "master", map[string]any{"request": string(wire), "id": req.ID(), "stack": req.Stack, "command": "apply", "commit": commit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := w.gh.Dispatches()
+	first, second := all[len(all)-2], all[len(all)-1]
+	skipped := workflow.RequestResult{Request: req.ID(), Project: "apps", StackName: "dev", Workspace: "dev", Skipped: "release 4 applied this request already"}
+	w.result(second, skipped)
+	w.gh.CompleteRun(owner, repo, second.RunID, "success")
+	go func() {
+		w.result(first, applied(req.ID(), 4))
+		w.gh.CompleteRun(owner, repo, first.RunID, "success")
+		w.heard(first.RunID)
+	}()
+	got := w.x.For(w.c).RunStack(ctx, workflow.Apply, dir, opts)
+	if got.Err != nil || got.Skipped != "" || got.Release == nil || got.Release.Revision != 4 || !strings.HasSuffix(got.RunURL, fmt.Sprintf("/runs/%d", first.RunID)) {
+		t.Fatalf("raced request: %+v, want the first run's release 4", got)
+	}
+	if n := len(w.gh.Dispatches()); n != 3 {
+		t.Errorf("%d dispatches, want the first request's one and the race's two", n)
+	}
+}
+
+// TestDispatchRefusalNamesTheSetting: a workflow file the repository does
+// not have is refused by GitHub, and the report says which file and which
+// setting.
+func TestDispatchRefusalNamesTheSetting(t *testing.T) {
+	w := newWorld(t)
+	x := ghactions.New(ghactions.Config{Workflow: "missing.yml"}, nil)
+	got := x.For(w.c).RunStack(context.Background(), workflow.Apply, filepath.Join(w.root, "apps/dev"), w.options())
+	if got.Err == nil || !strings.Contains(got.Err.Error(), "missing.yml") || !strings.Contains(got.Err.Error(), "githubActions.workflow") || !strings.Contains(got.Err.Error(), "404") {
+		t.Fatalf("got %v", got.Err)
+	}
+}
