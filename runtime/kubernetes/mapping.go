@@ -60,7 +60,10 @@ const missTTL = 2 * time.Second
 type discoveryCache struct {
 	mapper *restmapper.DeferredDiscoveryRESTMapper
 
-	mu      sync.Mutex
+	// mu is held for reading by every lookup and for writing by a
+	// rediscovery, so that no lookup runs on a mapper being reset: such a
+	// lookup would rediscover again on its own.
+	mu      sync.RWMutex
 	gen     uint64 // bumped after each rediscovery
 	missing map[schema.GroupKind]miss
 }
@@ -74,16 +77,12 @@ func newDiscoveryCache(m *restmapper.DeferredDiscoveryRESTMapper) *discoveryCach
 	return &discoveryCache{mapper: m, missing: map[schema.GroupKind]miss{}}
 }
 
-func (d *discoveryCache) generation() uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.gen
-}
-
 // resolve maps id, rediscovering at most once when its kind is unknown.
 func (d *discoveryCache) resolve(id string) (target, error) {
-	seen := d.generation()
+	d.mu.RLock()
+	seen := d.gen
 	t, err := resolve(d.mapper, id)
+	d.mu.RUnlock()
 	if err == nil || !meta.IsNoMatchError(err) {
 		return t, err
 	}
@@ -131,8 +130,11 @@ func (d *discoveryCache) forget() {
 // knows reports whether discovery serves gk in version, rediscovering once
 // (shared with concurrent callers) when the cached answer says no.
 func (d *discoveryCache) knows(gk schema.GroupKind, version string) bool {
-	seen := d.generation()
-	if _, err := d.mapper.RESTMapping(gk, version); err == nil {
+	d.mu.RLock()
+	seen := d.gen
+	_, err := d.mapper.RESTMapping(gk, version)
+	d.mu.RUnlock()
+	if err == nil {
 		return true
 	}
 	d.mu.Lock()
@@ -141,6 +143,6 @@ func (d *discoveryCache) knows(gk schema.GroupKind, version string) bool {
 		d.mapper.Reset()
 		d.gen++
 	}
-	_, err := d.mapper.RESTMapping(gk, version)
+	_, err = d.mapper.RESTMapping(gk, version)
 	return err == nil
 }
