@@ -64,6 +64,27 @@ func NewRequest(cmd Command, dir string, opts Options) (Request, error) {
 	return r, r.Check()
 }
 
+// HandOver is where an executor that runs the stack away from this process
+// starts: the request of running cmd on the stack in dir, and the run as
+// far as this process takes it (the stack read, and its workspace, which
+// may pick the executor's settings). A stack that cannot be read fails
+// here (run.Err), as it would where it runs, with nothing handed over.
+func HandOver(cmd Command, dir string, opts Options) (Request, *StackResult) {
+	run := &StackResult{}
+	req, err := NewRequest(cmd, dir, opts)
+	if err != nil {
+		run.Err = err
+		return req, run
+	}
+	st, err := loadStack(cmd, dir, opts)
+	if err != nil {
+		run.Err = err
+		return req, run
+	}
+	run.Stack, run.Workspace = st, st.WorkspaceName(opts.Workspace)
+	return req, run
+}
+
 // Check refuses a request no run may take: an unknown command, a stack
 // outside the repository, no commit.
 func (r Request) Check() error {

@@ -170,10 +170,7 @@ func (r *Runner) openStore(ctx context.Context, opts Options) (*backend.Store, s
 // RunStack loads the stack in dir and runs cmd on it.
 func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Options) *StackResult {
 	run := &StackResult{Started: time.Now()}
-	st, err := project.LoadStack(opts.CheckoutRoot, dir)
-	if err != nil && cmd == Destroy && errors.Is(err, fs.ErrNotExist) {
-		st, err = project.DeletedStack(opts.CheckoutRoot, dir)
-	}
+	st, err := loadStack(cmd, dir, opts)
 	if err != nil {
 		run.Err = err
 		return run
@@ -279,6 +276,16 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 		run.Preview.Offline = opts.Offline
 	}
 	return run
+}
+
+// loadStack reads the stack in dir; a destroy's stack whose folder the
+// commit deleted is read from what is left of it.
+func loadStack(cmd Command, dir string, opts Options) (*project.Stack, error) {
+	st, err := project.LoadStack(opts.CheckoutRoot, dir)
+	if err != nil && cmd == Destroy && errors.Is(err, fs.ErrNotExist) {
+		st, err = project.DeletedStack(opts.CheckoutRoot, dir)
+	}
+	return st, err
 }
 
 // OpenStore opens the release store: opts.Backend if set, else the current

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"regexp"
 	"sort"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/engine"
-	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -119,23 +117,12 @@ type repoRunner struct {
 // workflow, or follows the run dispatched before for the same request (by
 // another bot, or this one before a restart), and reports its result.
 func (r repoRunner) RunStack(ctx context.Context, cmd workflow.Command, dir string, opts workflow.Options) *workflow.StackResult {
-	run := &workflow.StackResult{}
-	req, err := workflow.NewRequest(cmd, dir, opts)
-	if err != nil {
-		run.Err = err
+	// The stack is read for its report and its workspace.
+	req, run := workflow.HandOver(cmd, dir, opts)
+	if run.Err != nil {
 		return run
 	}
-	// The stack is read for its report and its workspace; one that cannot
-	// be read fails here as it would in the run, with nothing dispatched.
-	st, err := project.LoadStack(opts.CheckoutRoot, dir)
-	if err != nil && cmd == workflow.Destroy && errors.Is(err, fs.ErrNotExist) {
-		st, err = project.DeletedStack(opts.CheckoutRoot, dir)
-	}
-	if err != nil {
-		run.Err = err
-		return run
-	}
-	run.Stack, run.Workspace = st, st.WorkspaceName(opts.Workspace)
+	st := run.Stack
 	id := req.ID()
 	// The run's logger names the repository and pull request; the
 	// executor's own is for a run without one.

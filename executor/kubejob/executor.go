@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"sort"
@@ -25,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kusionpr/kusionpr/backend"
-	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/workflow"
 )
@@ -84,23 +82,12 @@ func (x *Executor) store(ctx context.Context, opts workflow.Options) (*backend.S
 // another bot (or this one, before a restart) made for the same request,
 // and waits for its result.
 func (x *Executor) RunStack(ctx context.Context, cmd workflow.Command, dir string, opts workflow.Options) *workflow.StackResult {
-	run := &workflow.StackResult{}
-	req, err := workflow.NewRequest(cmd, dir, opts)
-	if err != nil {
-		run.Err = err
+	// The stack's workspace picks the Job's settings.
+	req, run := workflow.HandOver(cmd, dir, opts)
+	if run.Err != nil {
 		return run
 	}
-	// The stack's workspace picks the Job's settings. A stack that cannot
-	// be read fails here as it would in the worker, with no Job made.
-	st, err := project.LoadStack(opts.CheckoutRoot, dir)
-	if err != nil && cmd == workflow.Destroy && errors.Is(err, fs.ErrNotExist) {
-		st, err = project.DeletedStack(opts.CheckoutRoot, dir)
-	}
-	if err != nil {
-		run.Err = err
-		return run
-	}
-	run.Stack, run.Workspace = st, st.WorkspaceName(opts.Workspace)
+	st := run.Stack
 	s := x.Config.For(run.Workspace, req.Offline && req.Command == workflow.Preview)
 	log := opts.Logger
 	if x.Log != nil {
