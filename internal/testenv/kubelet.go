@@ -35,6 +35,11 @@ type Kubelet struct {
 	Client kubernetes.Interface
 	// Entrypoint is the image's entrypoint, built for the test.
 	Entrypoint string
+	// Start, if set, makes the container's process instead: the image
+	// itself run with env and args (the Entrypoint is then unused). env's
+	// HOME, TMPDIR and KUBECONFIG are paths of this machine under home,
+	// the folder to mount as the container's /tmp.
+	Start func(t testing.TB, home string, args, env []string) *exec.Cmd
 }
 
 // Run runs pod as said above and returns the exit code and the log.
@@ -83,10 +88,19 @@ func (k Kubelet) Run(t testing.TB, pod *corev1.Pod) (int, string) {
 		}
 		env = append(env, e.Name+"="+v)
 	}
-	env = append(env, "TMPDIR="+home, "KUBECONFIG="+k.serviceAccountKubeconfig(t, pod))
+	kc := filepath.Join(home, "serviceaccount.kubeconfig")
+	if err := os.Rename(k.serviceAccountKubeconfig(t, pod), kc); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "TMPDIR="+home, "KUBECONFIG="+kc)
 
-	cmd := exec.Command(k.Entrypoint, c.Args...)
-	cmd.Env = env
+	var cmd *exec.Cmd
+	if k.Start != nil {
+		cmd = k.Start(t, home, c.Args, env)
+	} else {
+		cmd = exec.Command(k.Entrypoint, c.Args...)
+		cmd.Env = env
+	}
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	code := 0
