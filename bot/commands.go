@@ -32,6 +32,7 @@ type gitHub interface {
 	ChecksGreen(ctx context.Context, sha string, own githubapi.Own) (bool, []string, error)
 	Checkout(ctx context.Context, ref, dir string, lim githubapi.ArchiveLimits) error
 	FileAt(ctx context.Context, path, ref string, limit int) ([]byte, error)
+	CompareFiles(ctx context.Context, base, head string) ([]githubapi.File, bool, error)
 }
 
 // stackWork is what an authorised command does to the stacks of a
@@ -75,6 +76,10 @@ type command struct {
 	ref string
 	// dir is the checkout of ref.
 	dir string
+	// files, when set, are what changed (a merge queue's group: no pull
+	// request lists them); everyStack takes every stack as changed.
+	files      []workflow.ChangedFile
+	everyStack bool
 }
 
 func (c *command) react(ctx context.Context, content string) {
@@ -95,6 +100,14 @@ func (c *command) reply(ctx context.Context, body string) {
 // repository or the comment is escaped (mdsafe).
 func (c *command) refuse(ctx context.Context, reason string) {
 	c.log.Info("refused", "reason", reason)
+	if c.j.queueBase != "" {
+		// No one to reply to: the queue reads the check run.
+		ck := githubapi.Check{Name: "kusion/preview", Conclusion: "failure", Title: "preview refused", Summary: reason}
+		if err := c.gh.SetCheck(ctx, c.j.sha, ck); err != nil {
+			c.log.Error("the merge group's check run could not be set", "error", err)
+		}
+		return
+	}
 	c.react(ctx, "-1")
 	c.reply(ctx, fmt.Sprintf("@%s %s refused: %s", c.j.actor, mdsafe.Code("/kusion "+string(c.j.command.Verb)), reason))
 }
@@ -159,9 +172,47 @@ func (b *Bot) help(ctx context.Context, c *command) {
 // preview needs no permission: whoever can comment may see what their
 // pull request would do, a fork's against the prior release only.
 func (b *Bot) preview(ctx context.Context, c *command) {
+	if c.j.queueBase != "" {
+		b.previewGroup(ctx, c)
+		return
+	}
 	if !b.checkout(ctx, c, false) {
 		return
 	}
+	b.change(ctx, c, workflow.Preview)
+}
+
+// previewGroup previews a merge queue's group: the stacks its commits
+// change against the base branch, at the group's commit, with check runs
+// on it (kusion/preview, the one branch protection requires) and no
+// comment, as the group belongs to no one pull request. A group that
+// cannot be checked out or compared gets a failed kusion/preview saying
+// why: the queue must not wait for a check that never comes.
+func (b *Bot) previewGroup(ctx context.Context, c *command) {
+	c.ref = c.j.sha
+	fail := c.refuseErr
+	dir, err := os.MkdirTemp("", "kusionpr-checkout")
+	if err != nil {
+		fail(ctx, "the checkout failed", err)
+		return
+	}
+	c.dir = dir
+	if err := c.gh.Checkout(ctx, c.ref, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
+		fail(ctx, "the checkout failed", err)
+		return
+	}
+	files, complete, err := c.gh.CompareFiles(ctx, c.j.queueBase, c.ref)
+	if err != nil {
+		fail(ctx, "the group could not be compared with its base", err)
+		return
+	}
+	c.files = make([]workflow.ChangedFile, len(files))
+	for i, f := range files {
+		c.files[i] = workflow.ChangedFile{Path: f.Path, Status: f.Status, PreviousPath: f.PreviousPath}
+	}
+	// GitHub lists at most 300 files of a comparison: past that, every
+	// stack is taken as changed rather than one missed.
+	c.everyStack = !complete
 	b.change(ctx, c, workflow.Preview)
 }
 
@@ -279,7 +330,9 @@ func (b *Bot) options(c *command) workflow.Options {
 	// A fork's code runs nothing with the bot's credentials (a Terraform
 	// plan can run code): previewed against the prior release only, as
 	// the action does; the bot trusts no fork.
-	opts.Offline = workflow.DecideFork(&c.pr.PullRequest, j.afterMerge, false).Offline
+	if c.pr != nil {
+		opts.Offline = workflow.DecideFork(&c.pr.PullRequest, j.afterMerge, false).Offline
+	}
 	return opts
 }
 
@@ -291,6 +344,10 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 		Root: filepath.Join(c.dir, b.cfg.Root), Number: j.number, SHA: c.ref, Command: cmd, Options: b.options(c),
 		Selection: workflow.Selection{Dirs: j.command.Stacks}, GitHub: c.gh, Renderer: b.renderer, Log: c.log,
 		Comment: b.cfg.Comment, CombineAbove: b.cfg.CombineAbove, CombineSetting: "KUSIONPR_COMBINE_ABOVE",
+		Files: c.files,
+	}
+	if c.everyStack {
+		change.Selection.Shared = []string{"**"}
 	}
 	if b.executors != nil {
 		rules, err := b.repositoryRules(ctx, c)
@@ -327,6 +384,10 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 			skipped = append(skipped, fmt.Sprintf("- %s: %s", mdsafe.Code(so.Dir), so.Skipped))
 		}
 		b.m.runs.WithLabelValues(so.Dir, string(cmd), result).Inc()
+	}
+	if j.queueBase != "" {
+		// A merge queue's group: its check runs are the answer.
+		return
 	}
 	if len(skipped) > 0 && !j.recovering {
 		// A recovery pass skips what was done and reported already.

@@ -54,6 +54,13 @@ func merged(base string) string {
 		"merged_by": {"login": "maintainer"}, "merged_at": "2026-11-25T10:00:00Z", "base": {"ref": "` + base + `"}}, "sender": {"login": "someone"}, ` + repository + `}`
 }
 
+// queued is GitHub's merge_group checks_requested payload of a group at head.
+func queued(head string) string {
+	return `{"action": "checks_requested", "merge_group": {"head_sha": "` + head + `", "base_sha": "7777777777777777777777777777777777777777",
+		"head_ref": "refs/heads/gh-readonly-queue/main/pr-7-7777777777777777777777777777777777777777", "base_ref": "refs/heads/main"},
+		"sender": {"login": "github-merge-queue[bot]"}, ` + repository + `}`
+}
+
 func commented(user, userType, body string, id int) string {
 	return fmt.Sprintf(`{"action": "created", "issue": {"number": 7, "pull_request": {}}, "comment": {"id": %d, "body": %q, "user": {"login": %q, "type": %q}}, `+repository+`}`,
 		id, body, user, userType)
@@ -73,6 +80,12 @@ func TestWebhookDispatch(t *testing.T) {
 		{name: "a merge into the default branch is applied, as whoever merged",
 			deliveries: []delivery{{id: guid(1), event: "pull_request", body: merged("main")}},
 			wantStatus: []int{http.StatusAccepted}, wantWork: []string{"apply@3333333333333333333333333333333333333333 by maintainer"}},
+		{name: "a merge queue's group is previewed at its own commit",
+			deliveries: []delivery{{id: guid(40), event: "merge_group", body: queued("6666666666666666666666666666666666666666")}},
+			wantStatus: []int{http.StatusAccepted}, wantWork: []string{"preview@6666666666666666666666666666666666666666 by github-merge-queue[bot]"}},
+		{name: "a merge group naming no commit is refused",
+			deliveries: []delivery{{id: guid(41), event: "merge_group", body: queued("main")}},
+			wantStatus: []int{http.StatusBadRequest}},
 		{name: "a merge into another branch is no release",
 			deliveries: []delivery{{id: guid(2), event: "pull_request", body: merged("release-1")}},
 			wantStatus: []int{http.StatusOK}},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -40,6 +41,13 @@ type event struct {
 	Installation *struct {
 		ID int64 `json:"id"`
 	} `json:"installation"`
+	// MergeGroup is a merge queue's group of a merge_group event: the
+	// commit to check and the base branch's it was made on.
+	MergeGroup *struct {
+		HeadSHA string `json:"head_sha"`
+		BaseSHA string `json:"base_sha"`
+		BaseRef string `json:"base_ref"`
+	} `json:"merge_group"`
 	Sender user `json:"sender"`
 }
 
@@ -62,6 +70,9 @@ type job struct {
 	command       chatops.Command
 	commentID     int64
 	afterMerge    bool
+	// queueBase is set for a merge queue's group: the base branch's
+	// commit the group (at sha) was made on.
+	queueBase string
 	// mergedAt is when the merge applied happened; recovering marks the
 	// applies Recover queued.
 	mergedAt   time.Time
@@ -74,7 +85,7 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 	if d.Event == "workflow_run" {
 		return b.workflowRun(d)
 	}
-	if d.Event != "pull_request" && d.Event != "issue_comment" {
+	if d.Event != "pull_request" && d.Event != "issue_comment" && d.Event != "merge_group" {
 		return "ignored", nil
 	}
 	var ev event
@@ -109,6 +120,16 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 		j.number, j.sha, j.afterMerge, j.mergedAt = pr.Number, pr.MergeCommitSHA, true, pr.MergedAt
 		j.command = chatops.Command{Verb: chatops.Apply}
 		j.actor = cmp.Or(pr.MergedBy, ev.Sender.Login)
+	case d.Event == "merge_group" && ev.Action == "checks_requested" && ev.MergeGroup != nil:
+		// A merge queue asks for the checks of a group: the commit that
+		// lands if they pass. Previewed as the default branch would be
+		// after it (see SECURITY.md), with a check run on it.
+		g := ev.MergeGroup
+		if !fullSHA.MatchString(g.HeadSHA) || !fullSHA.MatchString(g.BaseSHA) {
+			return "", fmt.Errorf("merge_group payload: head_sha and base_sha must be commits")
+		}
+		j.sha, j.queueBase, j.actor = g.HeadSHA, g.BaseSHA, ev.Sender.Login
+		j.command = chatops.Command{Verb: chatops.Preview}
 	case d.Event == "issue_comment" && ev.Action == "created" && ev.Issue != nil && ev.Issue.PullRequest != nil && ev.Comment != nil:
 		if ev.Comment.User.Type == "Bot" || strings.HasSuffix(ev.Comment.User.Login, "[bot]") {
 			return "ignored", nil
@@ -174,6 +195,8 @@ func (b *Bot) enqueue(j job) bool {
 	return b.q.add(b.base, key, func(ctx context.Context) { b.handle(ctx, j) })
 }
 
+var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
 // checkoutRefusal says why the repository at ref was not checked out,
 // naming the setting when a limit was met.
 func checkoutRefusal(ref string, err error) string {
@@ -189,8 +212,11 @@ func checkoutRefusal(ref string, err error) string {
 }
 
 func commandName(j job) string {
-	if j.afterMerge {
+	switch {
+	case j.afterMerge:
 		return "merge"
+	case j.queueBase != "":
+		return "merge queue"
 	}
 	return "/kusion " + string(j.command.Verb)
 }

@@ -53,8 +53,9 @@ func TestAppManifest(t *testing.T) {
 	if m.Public == nil || *m.Public {
 		t.Errorf("%s: public should be false", manifestFile)
 	}
-	// workflow_run: the runs the github-actions executor dispatched.
-	for _, e := range []string{"pull_request", "issue_comment", "workflow_run"} {
+	// workflow_run: the runs the github-actions executor dispatched;
+	// merge_group: a merge queue asking for the checks of a group.
+	for _, e := range []string{"pull_request", "issue_comment", "merge_group", "workflow_run"} {
 		if !slices.Contains(m.Events, e) {
 			t.Errorf("%s: default_events %v lacks %s", manifestFile, m.Events, e)
 		}
@@ -69,6 +70,8 @@ func TestAppManifest(t *testing.T) {
 		// The github-actions executor dispatches workflows (write) and
 		// reads their runs and artifacts (which write includes).
 		"actions": "write",
+		// merge_group events are sent to Apps that may read merge queues.
+		"merge_queues": "read",
 	} {
 		if got := m.Permissions[p]; got != want {
 			t.Errorf("%s: default_permissions.%s = %q, want %q", manifestFile, p, got, want)

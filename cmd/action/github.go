@@ -103,7 +103,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		return 1
 	}
 	switch {
-	case command == "" && pr != nil:
+	case command == "" && (pr != nil || gctx.EventName == "merge_group"):
 		command = "preview"
 	case command == "":
 		command = "apply"
@@ -249,8 +249,38 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			// Pushed without a pull request: the commits say what changed.
 			change.Files = pushFiles(gctx.Event)
 		}
+	case gctx.EventName == "merge_group":
+		// A merge queue's group: previewed at its commit for what its
+		// commits change against the base branch, with check runs on it
+		// (kusion/preview is the one branch protection can require) and no
+		// comment, as it belongs to no one pull request.
+		if cmd != workflow.Preview {
+			ga.Errorf("merge_group: command %s: a merge queue's group is previewed (command: preview); applying in the queue is not offered", cmd)
+			return 2
+		}
+		g, _ := gctx.Event["merge_group"].(map[string]any)
+		head, _ := g["head_sha"].(string)
+		base, _ := g["base_sha"].(string)
+		if head == "" || base == "" {
+			ga.Errorf("merge_group event without head_sha and base_sha")
+			return 1
+		}
+		files, complete, err := gh.CompareFiles(ctx, base, head)
+		if err != nil {
+			ga.Errorf("%v", err)
+			return 1
+		}
+		change.SHA, change.Files = head, make([]workflow.ChangedFile, len(files))
+		for i, f := range files {
+			change.Files[i] = workflow.ChangedFile{Path: f.Path, Status: f.Status, PreviousPath: f.PreviousPath}
+		}
+		if !complete {
+			// GitHub lists at most 300 files: every stack, rather than one missed.
+			change.Selection.Shared = append(change.Selection.Shared, "**")
+		}
+		change.Options.Origin.SHA, change.Options.Origin.Command = head, "merge queue"
 	default:
-		ga.Errorf("event %q: run on pull_request (preview) or push (apply)", gctx.EventName)
+		ga.Errorf("event %q: run on pull_request (preview), merge_group (preview) or push (apply)", gctx.EventName)
 		return 2
 	}
 

@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 )
@@ -256,6 +257,93 @@ func fileInTarball(tgz []byte, p string) ([]byte, bool) {
 		if _, rel, ok := strings.Cut(h.Name, "/"); ok && rel == p && h.Typeflag == tar.TypeReg {
 			data, err := io.ReadAll(tr)
 			return data, err == nil
+		}
+	}
+}
+
+// compare answers GET /repos/{owner}/{repo}/compare/{base}...{head} for two
+// trees the test set: the files added, modified and removed from base to
+// head, at most 300 as GitHub lists them.
+func (s *Server) compare(rq *request) response {
+	// GitHub's description has the path twice, as {basehead} and as
+	// {base}...{head}: one segment either way.
+	bh := rq.params["basehead"]
+	if bh == "" {
+		bh = rq.params["base}...{head"]
+	}
+	base, head, ok := strings.Cut(bh, "...")
+	if !ok {
+		return ghError(http.StatusNotFound, "Not Found")
+	}
+	bt, ht := s.st.trees[rq.repo+"@"+shortRef(base)], s.st.trees[rq.repo+"@"+shortRef(head)]
+	if bt == nil || ht == nil {
+		return notFound()
+	}
+	was, now := filesOf(bt.tgz), filesOf(ht.tgz)
+	var names []string
+	for name := range now {
+		names = append(names, name)
+	}
+	for name := range was {
+		if _, ok := now[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	out := s.template("repos/compare-commits", "200")
+	tmpl, _ := out["files"].([]any)
+	var files []any
+	for _, name := range names {
+		status := "modified"
+		switch w, n := was[name], now[name]; {
+		case w == nil:
+			status = "added"
+		case n == nil:
+			status = "removed"
+		case bytes.Equal(w, n):
+			continue
+		}
+		f := map[string]any{}
+		if len(tmpl) > 0 {
+			if t, ok := tmpl[0].(map[string]any); ok {
+				for k, v := range t {
+					f[k] = v
+				}
+			}
+		}
+		delete(f, "previous_filename")
+		f["filename"], f["status"] = name, status
+		files = append(files, f)
+		if len(files) == 300 {
+			break
+		}
+	}
+	if files == nil {
+		files = []any{}
+	}
+	out["files"] = files
+	return response{status: http.StatusOK, body: out}
+}
+
+// filesOf is every regular file of a tarball, below its one top folder.
+func filesOf(tgz []byte) map[string][]byte {
+	out := map[string][]byte{}
+	gz, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		return out
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return out
+		}
+		if _, rel, ok := strings.Cut(h.Name, "/"); ok && h.Typeflag == tar.TypeReg {
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				return out
+			}
+			out[rel] = data
 		}
 	}
 }

@@ -59,6 +59,8 @@ func handler(opID string) func(*Server, *request) response {
 		return (*Server).tarball
 	case "repos/get-content":
 		return (*Server).content
+	case "repos/compare-commits":
+		return (*Server).compare
 	case "apps/list-repos-accessible-to-installation":
 		return (*Server).installationRepos
 	case "apps/get-repo-installation", "apps/get-installation":

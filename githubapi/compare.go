@@ -1,0 +1,27 @@
+package githubapi
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/go-github/v60/github"
+)
+
+// MaxCompareFiles is the most files GitHub's comparison of two commits
+// lists; a comparison that lists this many may have left some out.
+const MaxCompareFiles = 300
+
+// CompareFiles lists the files that differ from base to head (a merge
+// queue's group against its base branch). complete is false when GitHub
+// may have left files out: the caller must then take every file as
+// changed.
+func (c *Client) CompareFiles(ctx context.Context, base, head string) (files []File, complete bool, err error) {
+	cmp, _, err := c.gh.Repositories.CompareCommits(ctx, c.owner, c.repo, base, head, &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return nil, false, fmt.Errorf("compare %s...%s: %w", base, head, err)
+	}
+	for _, f := range cmp.Files {
+		files = append(files, File{Path: f.GetFilename(), Status: f.GetStatus(), PreviousPath: f.GetPreviousFilename()})
+	}
+	return files, len(cmp.Files) < MaxCompareFiles, nil
+}
