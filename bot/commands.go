@@ -279,6 +279,12 @@ func (b *Bot) checkout(ctx context.Context, c *command, gated bool) bool {
 	}
 	c.pr, c.ref = pr, c.j.sha
 	if !c.j.afterMerge {
+		if c.j.pressedAt != "" && pr.HeadSHA != c.j.pressedAt {
+			// The button was of a preview the pull request has moved on
+			// from: what was seen is not what would be applied.
+			c.refuse(ctx, fmt.Sprintf("the Apply button pressed is of the preview of %s, and the pull request is now at %s: press the button of its new preview", short(c.j.pressedAt), short(pr.HeadSHA)))
+			return false
+		}
 		// The head is pinned now; a push after this command is not applied.
 		c.ref = pr.HeadSHA
 		if gated {
@@ -345,6 +351,9 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 		Selection: workflow.Selection{Dirs: j.command.Stacks}, GitHub: c.gh, Renderer: b.renderer, Log: c.log,
 		Comment: b.cfg.Comment, CombineAbove: b.cfg.CombineAbove, CombineSetting: "KUSIONPR_COMBINE_ABOVE",
 		Files: c.files,
+		// The bot hears a press of its check runs' Apply button
+		// (check_run requested_action).
+		ApplyAction: cmd == workflow.Preview,
 	}
 	if c.everyStack {
 		change.Selection.Shared = []string{"**"}

@@ -307,3 +307,39 @@ func TestMergeGroupPreview(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyButtonOfAnOlderPreview: the Apply button of a preview the pull
+// request has moved on from applies nothing and says to press the new one;
+// the button of the current one applies, at that commit, for whoever
+// pressed it.
+func TestApplyButtonOfAnOlderPreview(t *testing.T) {
+	approved := []githubapi.Approval{{User: "reviewer", CommitID: headSHA}}
+	for _, tc := range []struct {
+		name, pressedAt, wantReply string
+		wantWork                   bool
+	}{
+		{name: "the current preview's", pressedAt: headSHA, wantWork: true},
+		{name: "an older preview's", pressedAt: "9999999999999999999999999999999999999999", wantReply: "the Apply button pressed is of the preview of 9999999, and the pull request is now at 1111111"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh := &fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open()}, approvals: approved}
+			work := &fakeWork{out: &workflow.Outcome{Stacks: []*workflow.StackOutcome{{Dir: "apps/web/dev"}}}}
+			b := testBot(t, gh, work)
+			b.handle(context.Background(), job{installation: 1, owner: "octo", repo: "infra", number: 7, actor: "presser", pressedAt: tc.pressedAt,
+				command: chatops.Command{Verb: chatops.Apply, Stacks: []string{"apps/web/dev"}}})
+			if got := len(work.changes) == 1; got != tc.wantWork {
+				t.Fatalf("applied: %v, want %v; replies %q", got, tc.wantWork, gh.replies)
+			}
+			if tc.wantWork {
+				c := work.changes[0]
+				if c.SHA != headSHA || c.Options.Origin.Actor != "presser" || c.Options.Origin.Command != "Apply button" || len(c.Selection.Dirs) != 1 {
+					t.Errorf("the apply: at %s by %s (%s), stacks %v", c.SHA, c.Options.Origin.Actor, c.Options.Origin.Command, c.Selection.Dirs)
+				}
+				return
+			}
+			if !strings.Contains(strings.Join(gh.replies, "\n"), tc.wantReply) {
+				t.Errorf("replies %q, want one saying %q", gh.replies, tc.wantReply)
+			}
+		})
+	}
+}

@@ -54,6 +54,13 @@ func merged(base string) string {
 		"merged_by": {"login": "maintainer"}, "merged_at": "2026-11-25T10:00:00Z", "base": {"ref": "` + base + `"}}, "sender": {"login": "someone"}, ` + repository + `}`
 }
 
+// pressed is GitHub's check_run requested_action payload of a press of the
+// button identifier on the check run name of pull request #7.
+func pressed(name, identifier string) string {
+	return `{"action": "requested_action", "check_run": {"name": "` + name + `", "head_sha": "` + headSHA + `",
+		"pull_requests": [{"number": 7}]}, "requested_action": {"identifier": "` + identifier + `"}, "sender": {"login": "presser"}, ` + repository + `}`
+}
+
 // queued is GitHub's merge_group checks_requested payload of a group at head.
 func queued(head string) string {
 	return `{"action": "checks_requested", "merge_group": {"head_sha": "` + head + `", "base_sha": "7777777777777777777777777777777777777777",
@@ -74,12 +81,23 @@ func TestWebhookDispatch(t *testing.T) {
 		name       string
 		deliveries []delivery
 		allow      []string
+		approved   bool // the pull request is approved: an apply before merge may run
 		wantStatus []int
 		wantWork   []string // "command@sha by actor"
 	}{
 		{name: "a merge into the default branch is applied, as whoever merged",
 			deliveries: []delivery{{id: guid(1), event: "pull_request", body: merged("main")}},
 			wantStatus: []int{http.StatusAccepted}, wantWork: []string{"apply@3333333333333333333333333333333333333333 by maintainer"}},
+		{name: "the Apply button of a stack's check run is /kusion apply of that stack, from whoever pressed it",
+			deliveries: []delivery{{id: guid(42), event: "check_run", body: pressed("kusion/preview: apps/web/dev", "apply")}},
+			approved:   true, wantStatus: []int{http.StatusAccepted}, wantWork: []string{"apply@" + headSHA + " by presser"}},
+		{name: "the Apply button of the overview is /kusion apply of every stack",
+			deliveries: []delivery{{id: guid(43), event: "check_run", body: pressed("kusion/preview", "apply")}},
+			approved:   true, wantStatus: []int{http.StatusAccepted}, wantWork: []string{"apply@" + headSHA + " by presser"}},
+		{name: "another button, or another check run, is no command",
+			deliveries: []delivery{{id: guid(44), event: "check_run", body: pressed("kusion/preview: apps/web/dev", "destroy")},
+				{id: guid(45), event: "check_run", body: pressed("ci/build", "apply")}},
+			wantStatus: []int{http.StatusOK, http.StatusOK}},
 		{name: "a merge queue's group is previewed at its own commit",
 			deliveries: []delivery{{id: guid(40), event: "merge_group", body: queued("6666666666666666666666666666666666666666")}},
 			wantStatus: []int{http.StatusAccepted}, wantWork: []string{"preview@6666666666666666666666666666666666666666 by github-merge-queue[bot]"}},
@@ -123,6 +141,9 @@ func TestWebhookDispatch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gh := &fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open()}}
+			if tc.approved {
+				gh.approvals = []githubapi.Approval{{User: "reviewer", CommitID: headSHA}}
+			}
 			work := &fakeWork{out: &workflow.Outcome{}}
 			b := testBot(t, gh, work)
 			b.cfg.AllowRepos = tc.allow

@@ -14,6 +14,7 @@ import (
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/webhook"
+	"github.com/kusionpr/kusionpr/workflow"
 )
 
 // event is the part of GitHub's pull_request and issue_comment payloads the
@@ -41,6 +42,19 @@ type event struct {
 	Installation *struct {
 		ID int64 `json:"id"`
 	} `json:"installation"`
+	// CheckRun and RequestedAction are a press of a check run's button
+	// (check_run requested_action): the check run is the bot's own, as
+	// GitHub sends the press to the App that made it.
+	CheckRun *struct {
+		Name         string `json:"name"`
+		HeadSHA      string `json:"head_sha"`
+		PullRequests []struct {
+			Number int `json:"number"`
+		} `json:"pull_requests"`
+	} `json:"check_run"`
+	RequestedAction *struct {
+		Identifier string `json:"identifier"`
+	} `json:"requested_action"`
 	// MergeGroup is a merge queue's group of a merge_group event: the
 	// commit to check and the base branch's it was made on.
 	MergeGroup *struct {
@@ -70,6 +84,9 @@ type job struct {
 	command       chatops.Command
 	commentID     int64
 	afterMerge    bool
+	// pressedAt is the commit whose check run's Apply button was pressed:
+	// the apply refuses a pull request that has moved since.
+	pressedAt string
 	// queueBase is set for a merge queue's group: the base branch's
 	// commit the group (at sha) was made on.
 	queueBase string
@@ -85,7 +102,7 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 	if d.Event == "workflow_run" {
 		return b.workflowRun(d)
 	}
-	if d.Event != "pull_request" && d.Event != "issue_comment" && d.Event != "merge_group" {
+	if d.Event != "pull_request" && d.Event != "issue_comment" && d.Event != "merge_group" && d.Event != "check_run" {
 		return "ignored", nil
 	}
 	var ev event
@@ -130,6 +147,24 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 		}
 		j.sha, j.queueBase, j.actor = g.HeadSHA, g.BaseSHA, ev.Sender.Login
 		j.command = chatops.Command{Verb: chatops.Preview}
+	case d.Event == "check_run" && ev.Action == "requested_action" && ev.CheckRun != nil && ev.RequestedAction != nil:
+		// The Apply button of a preview's check run: /kusion apply of its
+		// stack (every stack, on the overview) from whoever pressed it,
+		// with the same authorisation, at the commit the check run is on.
+		cr := ev.CheckRun
+		if ev.RequestedAction.Identifier != workflow.ApplyActionID || len(cr.PullRequests) == 0 {
+			return "ignored", nil
+		}
+		cmd := chatops.Command{Verb: chatops.Apply}
+		if stack, ok := strings.CutPrefix(cr.Name, "kusion/preview: "); ok {
+			cmd.Stacks = []string{stack}
+		} else if cr.Name != "kusion/preview" {
+			return "ignored", nil
+		}
+		if !fullSHA.MatchString(cr.HeadSHA) {
+			return "", fmt.Errorf("check_run payload: head_sha must be a commit")
+		}
+		j.number, j.command, j.actor, j.pressedAt = cr.PullRequests[0].Number, cmd, ev.Sender.Login, cr.HeadSHA
 	case d.Event == "issue_comment" && ev.Action == "created" && ev.Issue != nil && ev.Issue.PullRequest != nil && ev.Comment != nil:
 		if ev.Comment.User.Type == "Bot" || strings.HasSuffix(ev.Comment.User.Login, "[bot]") {
 			return "ignored", nil
@@ -217,6 +252,8 @@ func commandName(j job) string {
 		return "merge"
 	case j.queueBase != "":
 		return "merge queue"
+	case j.pressedAt != "":
+		return "Apply button"
 	}
 	return "/kusion " + string(j.command.Verb)
 }

@@ -166,7 +166,7 @@ func (b *Bot) webhook(w http.ResponseWriter, r *http.Request) {
 // so whoever holds one signed body could otherwise mint series at will.
 func eventLabel(event string) string {
 	switch event {
-	case "pull_request", "issue_comment", "merge_group", "ping", "workflow_run":
+	case "pull_request", "issue_comment", "merge_group", "check_run", "ping", "workflow_run":
 		return event
 	}
 	return "other"

@@ -54,8 +54,9 @@ func TestAppManifest(t *testing.T) {
 		t.Errorf("%s: public should be false", manifestFile)
 	}
 	// workflow_run: the runs the github-actions executor dispatched;
-	// merge_group: a merge queue asking for the checks of a group.
-	for _, e := range []string{"pull_request", "issue_comment", "merge_group", "workflow_run"} {
+	// merge_group: a merge queue asking for the checks of a group;
+	// check_run: a press of a check run's Apply button.
+	for _, e := range []string{"pull_request", "issue_comment", "merge_group", "check_run", "workflow_run"} {
 		if !slices.Contains(m.Events, e) {
 			t.Errorf("%s: default_events %v lacks %s", manifestFile, m.Events, e)
 		}

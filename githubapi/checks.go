@@ -20,6 +20,15 @@ type Check struct {
 	Title, Summary string
 	// DetailsURL points at the comment or the job.
 	DetailsURL string
+	// Actions are buttons the check run offers (at most 3): pressing one
+	// sends the App that made the check run a check_run requested_action.
+	Actions []CheckAction
+}
+
+// CheckAction is a button of a check run; GitHub takes a label and an
+// identifier of at most 20 characters and a description of at most 40.
+type CheckAction struct {
+	Label, Description, Identifier string
 }
 
 // SetCheck records a completed check run on sha.
@@ -37,6 +46,9 @@ func (c *Client) SetCheck(ctx context.Context, sha string, ck Check) error {
 	}
 	if ck.DetailsURL != "" {
 		opts.DetailsURL = github.String(ck.DetailsURL)
+	}
+	for _, a := range ck.Actions {
+		opts.Actions = append(opts.Actions, &github.CheckRunAction{Label: a.Label, Description: a.Description, Identifier: a.Identifier})
 	}
 	if _, _, err := c.gh.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
 		return fmt.Errorf("check run %q on %s: %w", ck.Name, sha, err)

@@ -64,8 +64,25 @@ func (c *Change) overviewCheckRun(out *Outcome, summary string) githubapi.Check 
 	if count.Failed > 0 || out.Err != nil {
 		ck.Conclusion = "failure"
 	}
+	if count.Changed > 0 && count.Failed == 0 && out.Err == nil {
+		ck.Actions = c.applyAction("/kusion apply of every changed stack")
+	}
 	return ck
 }
+
+// applyAction is the Apply button of a preview's check run, when the run
+// offers it (ApplyAction) and the pull request could be applied: never a
+// fork's. Pressing it is /kusion apply from whoever pressed it.
+func (c *Change) applyAction(description string) []githubapi.CheckAction {
+	if !c.ApplyAction || c.Command != Preview || c.Number == 0 || c.Options.Offline {
+		return nil
+	}
+	return []githubapi.CheckAction{{Label: "Apply", Description: description, Identifier: ApplyActionID}}
+}
+
+// ApplyActionID identifies the Apply button in the check_run
+// requested_action event its press sends.
+const ApplyActionID = "apply"
 
 func plural(n int) string {
 	if n == 1 {

@@ -68,6 +68,10 @@ type Change struct {
 	CombineSetting string
 	GitHub         GitHub
 	Renderer       *report.Renderer
+	// ApplyAction offers an Apply button on the check runs of a
+	// preview's stacks with changes (and on the overview): set by the bot,
+	// which hears the press; never offered for a fork.
+	ApplyAction bool
 	// Log takes the run's lines. Its caller names the pull request and
 	// the command in it (the bot's logger does, With); Change adds only
 	// the stack, so no key appears twice in one JSON line.
@@ -313,6 +317,9 @@ func (c *Change) report(ctx context.Context, so *StackOutcome) {
 	ck := githubapi.Check{Name: "kusion/" + c.kind() + ": " + so.Dir, Conclusion: "success", Title: c.title(so), Summary: so.Markdown}
 	if so.Err != nil {
 		ck.Conclusion = "failure"
+	}
+	if s := so.Summary; so.Err == nil && s.Errors == 0 && s.Create+s.Update+s.Delete > 0 {
+		ck.Actions = c.applyAction("Apply this stack, as /kusion apply")
 	}
 	r := c.publish(ctx, c.log().With("stack", so.Dir), reportPair{
 		key: key, body: so.Markdown, split: func(body string) []string { return c.split(key, so.Dir, body) },

@@ -313,6 +313,25 @@ func nullable(s string) any {
 }
 
 // applyCheckRun takes the fields a create or update request sets.
+// checkActions refuses a check run's actions as GitHub documents it does:
+// at most 3, a label and an identifier of at most 20 characters, a
+// description of at most 40.
+func checkActions(b map[string]any) (response, bool) {
+	acts, _ := b["actions"].([]any)
+	if len(acts) > 3 {
+		return ghError(http.StatusUnprocessableEntity, "Invalid request.\n\nA check run may have at most 3 actions."), true
+	}
+	for _, a := range acts {
+		m, _ := a.(map[string]any)
+		for field, most := range map[string]int{"label": 20, "identifier": 20, "description": 40} {
+			if utf8.RuneCountInString(str(m[field])) > most {
+				return ghError(http.StatusUnprocessableEntity, fmt.Sprintf("Invalid request.\n\nAn action's %s is longer than %d characters.", field, most)), true
+			}
+		}
+	}
+	return response{}, false
+}
+
 func applyCheckRun(c *checkRun, b map[string]any) {
 	for field, dst := range map[string]*string{
 		"name": &c.Name, "status": &c.Status, "conclusion": &c.Conclusion, "details_url": &c.detailsURL,
@@ -320,6 +339,13 @@ func applyCheckRun(c *checkRun, b map[string]any) {
 	} {
 		if v, ok := b[field].(string); ok {
 			*dst = v
+		}
+	}
+	if acts, ok := b["actions"].([]any); ok {
+		c.Actions = nil
+		for _, a := range acts {
+			m, _ := a.(map[string]any)
+			c.Actions = append(c.Actions, CheckAction{Label: str(m["label"]), Description: str(m["description"]), Identifier: str(m["identifier"])})
 		}
 	}
 	if out, ok := b["output"].(map[string]any); ok {
@@ -342,6 +368,9 @@ func applyCheckRun(c *checkRun, b map[string]any) {
 func (s *Server) createCheckRun(rq *request) response {
 	c := &checkRun{repo: rq.repo, started: stamp(time.Now()), app: s.st.appOf(bearer(rq.r.Header.Get("Authorization")))}
 	c.ID, c.HeadSHA, c.Status = s.st.id(), str(rq.body["head_sha"]), "queued"
+	if r, bad := checkActions(rq.body); bad {
+		return r
+	}
 	applyCheckRun(c, rq.body)
 	if c.Status == "completed" && c.Conclusion == "" {
 		return ghError(http.StatusUnprocessableEntity, "Invalid request.\n\nNo conclusion provided for a check run with status completed.")
@@ -364,6 +393,9 @@ func (s *Server) updateCheckRun(rq *request) response {
 	c := s.findCheckRun(rq)
 	if c == nil {
 		return notFound()
+	}
+	if r, bad := checkActions(rq.body); bad {
+		return r
 	}
 	applyCheckRun(c, rq.body)
 	return response{status: http.StatusOK, body: s.checkRunJSON(c)}

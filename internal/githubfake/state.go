@@ -85,11 +85,19 @@ type checkRun struct {
 	started, completed     string
 }
 
+// CheckAction is a button of a check run: pressing it sends its App a
+// check_run requested_action event with the identifier.
+type CheckAction struct {
+	Label, Description, Identifier string
+}
+
 // CheckRun is a check run as GitHub keeps it.
 type CheckRun struct {
 	ID                                                int64
 	Name, HeadSHA, Status, Conclusion, Title, Summary string
 	Text                                              string
+	// Actions are the buttons the check run offers.
+	Actions []CheckAction
 }
 
 type status struct {
