@@ -354,6 +354,7 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 		// The bot hears a press of its check runs' Apply button
 		// (check_run requested_action).
 		ApplyAction: cmd == workflow.Preview,
+		Deployments: b.cfg.Deployments,
 	}
 	if c.everyStack {
 		change.Selection.Shared = []string{"**"}

@@ -136,6 +136,11 @@ type Config struct {
 	// which case the bot needs no access to the stacks' clusters or clouds.
 	Executor       string          `json:"executor"`
 	KubernetesJobs *kubejob.Config `json:"kubernetesJobs"`
+	// Deployments records each apply and destroy as a GitHub deployment
+	// of the commit, environment kusion/<project>/<workspace>
+	// (KUSIONPR_DEPLOYMENTS, default true; the App needs deployments:
+	// write).
+	Deployments bool `json:"deployments"`
 	// GitHubActions is how the executor github-actions runs each stack:
 	// as a run of the pull request's repository's own workflow (the YAML
 	// file's githubActions: workflow, pollInterval, timeout), in which
@@ -161,7 +166,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4, Comment: "always", CombineAbove: 10,
 		RequireApproval: true, RequireMergeable: true, RequireChecks: true, MergeableStates: []string{"clean"}, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
 		HoldWait: 30 * time.Minute, ReadyTimeout: kubernetes.DefaultReadyTimeout, RateLimitWait: githubapi.DefaultMaxWait, RecoverWindow: 24 * time.Hour,
-		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000}
+		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000, Deployments: true}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -249,6 +254,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 	}
 	flag("KUSIONPR_REQUIRE_APPROVAL", &c.RequireApproval)
+	flag("KUSIONPR_DEPLOYMENTS", &c.Deployments)
 	flag("KUSIONPR_REQUIRE_MERGEABLE", &c.RequireMergeable)
 	flag("KUSIONPR_REQUIRE_CHECKS", &c.RequireChecks)
 	if v := getenv("KUSIONPR_MERGEABLE_STATES"); v != "" {

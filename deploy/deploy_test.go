@@ -73,6 +73,8 @@ func TestAppManifest(t *testing.T) {
 		"actions": "write",
 		// merge_group events are sent to Apps that may read merge queues.
 		"merge_queues": "read",
+		// Each apply and destroy is recorded as a deployment.
+		"deployments": "write",
 	} {
 		if got := m.Permissions[p]; got != want {
 			t.Errorf("%s: default_permissions.%s = %q, want %q", manifestFile, p, got, want)

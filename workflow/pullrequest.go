@@ -68,6 +68,10 @@ type Change struct {
 	CombineSetting string
 	GitHub         GitHub
 	Renderer       *report.Renderer
+	// Deployments records each stack's apply and destroy as a GitHub
+	// deployment of the commit (environment kusion/<project>/<workspace>),
+	// when the GitHub client can (Deployer).
+	Deployments bool
 	// ApplyAction offers an Apply button on the check runs of a
 	// preview's stacks with changes (and on the overview): set by the bot,
 	// which hears the press; never offered for a fork.
@@ -94,6 +98,8 @@ type StackOutcome struct {
 	// Unreported: posting its comment or setting its check run failed and
 	// neither is on the pull request; its result is only in the log.
 	Unreported bool
+
+	deployment *deployment
 }
 
 // Outcome is what a Change did.
@@ -195,6 +201,13 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	} else {
 		c.reportOverview(ctx, out)
 	}
+	for _, so := range out.Stacks {
+		url := ""
+		if len(so.Comments) > 0 {
+			url = so.Comments[0]
+		}
+		c.endDeployment(ctx, so, url)
+	}
 	if c.Command == Preview && c.Number > 0 && c.Comment != "never" {
 		if _, err := c.GitHub.MarkOutdated(ctx, c.Number, c.kind(), current, c.outdatedWhy(out.Combined)); err != nil {
 			out.Err = errors.Join(out.Err, err)
@@ -274,7 +287,9 @@ func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 		opts.DryRun = false
 	}
 	log.Info("running", "operation", cmd, "dryRun", opts.DryRun)
-	run := c.Runner.RunStack(ctx, cmd, filepath.Join(c.Root, filepath.FromSlash(st.Dir)), opts)
+	dir := filepath.Join(c.Root, filepath.FromSlash(st.Dir))
+	so.deployment = c.beginDeployment(ctx, cmd, st.Dir, dir, opts, log)
+	run := c.Runner.RunStack(ctx, cmd, dir, opts)
 	so.Result, so.Err = run, c.relative(run.Err)
 	if run.Skipped != "" {
 		log.Info("skipped", "reason", run.Skipped)

@@ -192,6 +192,11 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		ga.Errorf("input record-unchanged: %q is not true or false", in("record-unchanged"))
 		return 2
 	}
+	deployments, err := strconv.ParseBool(cmp.Or(in("deployments"), "true"))
+	if err != nil {
+		ga.Errorf("input deployments: %q is not true or false", in("deployments"))
+		return 2
+	}
 	maxParallel, _ := strconv.Atoi(in("max-parallel"))
 	if raw := in("request"); raw != "" {
 		return runRequest(ctx, ga, gctx, raw, &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, opts, workspace, log)
@@ -199,8 +204,9 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 
 	change := &workflow.Change{
 		Root: root, Command: cmd, Runner: &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, Options: opts, MaxParallel: maxParallel,
-		Selection: workflow.Selection{Shared: list(in("shared-paths")), Stacks: list(in("stacks"))},
-		Comment:   in("comment"), GitHub: gh, Renderer: renderer, Log: log,
+		Deployments: deployments,
+		Selection:   workflow.Selection{Shared: list(in("shared-paths")), Stacks: list(in("stacks"))},
+		Comment:     in("comment"), GitHub: gh, Renderer: renderer, Log: log,
 	}
 	if n, _ := strconv.Atoi(in("max-comments")); n > 0 {
 		change.MaxParts = n

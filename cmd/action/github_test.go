@@ -382,6 +382,10 @@ func TestApplyOnPush(t *testing.T) {
 	if strings.Contains(comments[0].Body+run.stdout+run.stderr+run.summary, repo.secret) {
 		t.Errorf("the Secret's value appears in the apply's report")
 	}
+	if deps := gh.Deployments(o, r); len(deps) != 1 || deps[0].Environment != "kusion/web/default" || deps[0].Ref != sha ||
+		len(deps[0].Statuses) != 2 || deps[0].Statuses[1].State != "success" {
+		t.Errorf("the apply's deployment: %+v", deps)
+	}
 
 	// The same push applied again (a re-run of the job): nothing to
 	// change, no release written, and the outputs and the check say so;

@@ -249,6 +249,19 @@ func TestMergeApplies(t *testing.T) {
 	if rel.Origin == nil || rel.Origin.PullRequest != number || rel.Origin.SHA != merge || rel.Origin.Actor == "" {
 		t.Errorf("release origin %+v, want PR %d at %s with the user who merged", rel.Origin, number, merge)
 	}
+	// The apply is a deployment of the merge, linking its comment.
+	deps := w.gh.Deployments(w.owner, w.repo)
+	if len(deps) != 1 || deps[0].Environment != "kusion/web/default" || deps[0].Ref != merge {
+		t.Fatalf("deployments %+v, want one of the merge to kusion/web/default", deps)
+	}
+	var states []string
+	for _, s := range deps[0].Statuses {
+		states = append(states, s.State)
+	}
+	if last := deps[0].Statuses[len(deps[0].Statuses)-1]; strings.Join(states, " ") != "in_progress success" ||
+		!strings.Contains(last.Description, "release 1: 2 created") || !strings.Contains(last.LogURL, "issuecomment") {
+		t.Errorf("the deployment's statuses: %+v", deps[0].Statuses)
+	}
 
 	// The run's token reached the one repository only.
 	scoped := 0

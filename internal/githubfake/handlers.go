@@ -61,6 +61,10 @@ func handler(opID string) func(*Server, *request) response {
 		return (*Server).content
 	case "repos/compare-commits":
 		return (*Server).compare
+	case "repos/create-deployment":
+		return (*Server).createDeployment
+	case "repos/create-deployment-status":
+		return (*Server).createDeploymentStatus
 	case "apps/list-repos-accessible-to-installation":
 		return (*Server).installationRepos
 	case "apps/get-repo-installation", "apps/get-installation":

@@ -25,6 +25,7 @@ type state struct {
 	commitPulls map[string][]int // by repo@sha
 	comments    []*comment       // in creation order
 	checkRuns   []*checkRun
+	deployments []*deployment
 	statuses    []*status
 	perms       map[string]string // by repo/login, lower-case
 	reactions   []*reaction
