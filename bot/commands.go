@@ -32,7 +32,6 @@ type gitHub interface {
 	ChecksGreen(ctx context.Context, sha string, own githubapi.Own) (bool, []string, error)
 	Checkout(ctx context.Context, ref, dir string, lim githubapi.ArchiveLimits) error
 	FileAt(ctx context.Context, path, ref string, limit int) ([]byte, error)
-	CompareFiles(ctx context.Context, base, head string) ([]githubapi.File, bool, error)
 }
 
 // stackWork is what an authorised command does to the stacks of a
@@ -76,10 +75,6 @@ type command struct {
 	ref string
 	// dir is the checkout of ref.
 	dir string
-	// files, when set, are what changed (a merge queue's group: no pull
-	// request lists them); everyStack takes every stack as changed.
-	files      []workflow.ChangedFile
-	everyStack bool
 }
 
 func (c *command) react(ctx context.Context, content string) {
@@ -186,8 +181,9 @@ func (b *Bot) preview(ctx context.Context, c *command) {
 // change against the base branch, at the group's commit, with check runs
 // on it (kusion/preview, the one branch protection requires) and no
 // comment, as the group belongs to no one pull request. A group that
-// cannot be checked out or compared gets a failed kusion/preview saying
-// why: the queue must not wait for a check that never comes.
+// cannot be checked out or compared (the workflow compares it: Base) gets
+// a failed kusion/preview saying why: the queue must not wait for a check
+// that never comes.
 func (b *Bot) previewGroup(ctx context.Context, c *command) {
 	c.ref = c.j.sha
 	fail := c.refuseErr
@@ -201,18 +197,6 @@ func (b *Bot) previewGroup(ctx context.Context, c *command) {
 		fail(ctx, "the checkout failed", err)
 		return
 	}
-	files, complete, err := c.gh.CompareFiles(ctx, c.j.queueBase, c.ref)
-	if err != nil {
-		fail(ctx, "the group could not be compared with its base", err)
-		return
-	}
-	c.files = make([]workflow.ChangedFile, len(files))
-	for i, f := range files {
-		c.files[i] = workflow.ChangedFile{Path: f.Path, Status: f.Status, PreviousPath: f.PreviousPath}
-	}
-	// GitHub lists at most 300 files of a comparison: past that, every
-	// stack is taken as changed rather than one missed.
-	c.everyStack = !complete
 	b.change(ctx, c, workflow.Preview)
 }
 
@@ -350,14 +334,12 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 		Root: filepath.Join(c.dir, b.cfg.Root), Number: j.number, SHA: c.ref, Command: cmd, Options: b.options(c),
 		Selection: workflow.Selection{Dirs: j.command.Stacks}, GitHub: c.gh, Renderer: b.renderer, Log: c.log,
 		Comment: b.cfg.Comment, CombineAbove: b.cfg.CombineAbove, CombineSetting: "KUSIONPR_COMBINE_ABOVE",
-		Files: c.files,
+		// A merge queue's group: no pull request lists what it changes.
+		Base: j.queueBase,
 		// The bot hears a press of its check runs' Apply button
 		// (check_run requested_action).
 		ApplyAction: cmd == workflow.Preview,
 		Deployments: b.cfg.Deployments,
-	}
-	if c.everyStack {
-		change.Selection.Shared = []string{"**"}
 	}
 	if b.executors != nil {
 		rules, err := b.repositoryRules(ctx, c)

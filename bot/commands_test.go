@@ -30,14 +30,7 @@ type fakeGitHub struct {
 	asked      []string          // who Permission was asked for
 	files      map[string]string // "ref:path" to content
 	fileReads  []string
-	compared   []githubapi.File // what CompareFiles answers
-	incomplete bool
-	compareErr error
 	checks     []githubapi.Check
-}
-
-func (f *fakeGitHub) CompareFiles(context.Context, string, string) ([]githubapi.File, bool, error) {
-	return f.compared, !f.incomplete, f.compareErr
 }
 
 func (f *fakeGitHub) SetCheck(_ context.Context, _ string, ck githubapi.Check) error {
@@ -261,27 +254,25 @@ func TestCommandRules(t *testing.T) {
 }
 
 // TestMergeGroupPreview: a merge queue's group is previewed at its own
-// commit, for the files its commits change against the base (every stack
-// when GitHub's list may be cut short), with no comment and no reply; a
-// group that cannot be compared gets a failed kusion/preview saying why,
-// so that the queue does not wait for a check that never comes.
+// commit, compared with its base (the workflow lists what it changes),
+// with no comment and no reply; a group that cannot be checked out or
+// compared gets a failed kusion/preview saying why, so that the queue does
+// not wait for a check that never comes.
 func TestMergeGroupPreview(t *testing.T) {
 	const head, base = "4444444444444444444444444444444444444444", "5555555555555555555555555555555555555555"
 	for _, tc := range []struct {
-		name       string
-		gh         fakeGitHub
-		wantFiles  int
-		wantShared bool
-		wantCheck  string
+		name      string
+		gh        fakeGitHub
+		runErr    error
+		wantCheck string
 	}{
-		{name: "a group", gh: fakeGitHub{compared: []githubapi.File{{Path: "apps/web/dev/spec.yaml", Status: "modified"}}}, wantFiles: 1},
-		{name: "a group of more files than GitHub lists", gh: fakeGitHub{compared: []githubapi.File{{Path: "a", Status: "added"}}, incomplete: true}, wantFiles: 1, wantShared: true},
-		{name: "a group that cannot be compared", gh: fakeGitHub{compareErr: errors.New("compare: 502 Bad Gateway")}, wantCheck: "502 Bad Gateway"},
+		{name: "a group"},
+		{name: "a group that cannot be compared", runErr: errors.New("compare the group with its base: 502 Bad Gateway"), wantCheck: "502 Bad Gateway"},
 		{name: "a group that cannot be checked out", gh: fakeGitHub{checkout: errors.New("unpack: boom")}, wantCheck: "the checkout failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gh := tc.gh
-			work := &fakeWork{out: &workflow.Outcome{}}
+			work := &fakeWork{out: &workflow.Outcome{}, err: tc.runErr}
 			b := testBot(t, &gh, work)
 			b.handle(context.Background(), job{installation: 1, owner: "octo", repo: "infra", sha: head, queueBase: base, actor: "github-merge-queue[bot]",
 				command: chatops.Command{Verb: chatops.Preview}})
@@ -289,9 +280,9 @@ func TestMergeGroupPreview(t *testing.T) {
 				t.Errorf("replies %q, reactions %q, pull request reads %d: a group belongs to no pull request", gh.replies, gh.reactions, gh.reads)
 			}
 			if tc.wantCheck != "" {
-				if len(work.changes) != 0 || len(gh.checks) != 1 || gh.checks[0].Name != "kusion/preview" || gh.checks[0].Conclusion != "failure" ||
+				if len(gh.checks) != 1 || gh.checks[0].Name != "kusion/preview" || gh.checks[0].Conclusion != "failure" ||
 					!strings.Contains(gh.checks[0].Summary, tc.wantCheck) {
-					t.Fatalf("changes %d, checks %+v; want one failed kusion/preview saying %q", len(work.changes), gh.checks, tc.wantCheck)
+					t.Fatalf("checks %+v; want one failed kusion/preview saying %q", gh.checks, tc.wantCheck)
 				}
 				return
 			}
@@ -299,10 +290,10 @@ func TestMergeGroupPreview(t *testing.T) {
 				t.Fatalf("%d changes, want one", len(work.changes))
 			}
 			c := work.changes[0]
-			if c.Command != workflow.Preview || c.SHA != head || c.Number != 0 || len(c.Files) != tc.wantFiles ||
-				(len(c.Selection.Shared) > 0) != tc.wantShared || c.Options.Offline || c.Options.Origin.Command != "merge queue" {
-				t.Errorf("the change: command %s at %s, #%d, %d files, shared %v, offline %v, origin %+v",
-					c.Command, c.SHA, c.Number, len(c.Files), c.Selection.Shared, c.Options.Offline, c.Options.Origin)
+			if c.Command != workflow.Preview || c.SHA != head || c.Base != base || c.Number != 0 || c.Files != nil ||
+				c.Options.Offline || c.Options.Origin.Command != "merge queue" {
+				t.Errorf("the change: command %s at %s against %s, #%d, files %v, offline %v, origin %+v",
+					c.Command, c.SHA, c.Base, c.Number, c.Files, c.Options.Offline, c.Options.Origin)
 			}
 		})
 	}

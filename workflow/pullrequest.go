@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -53,8 +54,11 @@ type Change struct {
 	// MaxParts caps the comments of one stack (default 10).
 	MaxParts int
 	// Files, when set, are the changed files (a push with no pull request);
-	// otherwise the pull request's are listed.
+	// otherwise, with Base, GitHub's comparison of Base with SHA (a merge
+	// queue's group against its base branch); otherwise the pull
+	// request's are listed.
 	Files []ChangedFile
+	Base  string
 	// Comment is always (default: a comment per stack), on-change (only
 	// stacks with changes, drift or errors), combined (one comment for the
 	// whole pull request, a section per stack) or never.
@@ -135,18 +139,11 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	if c.Runner == nil {
 		return nil, errors.New("workflow: the Change has no Runner")
 	}
-	changed := c.Files
-	if changed == nil {
-		files, err := c.GitHub.PullRequestFiles(ctx, c.Number)
-		if err != nil {
-			return nil, err
-		}
-		changed = make([]ChangedFile, len(files))
-		for i, f := range files {
-			changed[i] = ChangedFile{Path: f.Path, Status: f.Status, PreviousPath: f.PreviousPath}
-		}
+	changed, sel, err := c.changedFiles(ctx)
+	if err != nil {
+		return nil, err
 	}
-	stacks, err := AffectedStacks(c.Root, changed, c.Selection)
+	stacks, err := AffectedStacks(c.Root, changed, sel)
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +214,47 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 		out.Failed = true
 	}
 	return out, nil
+}
+
+// Comparer lists the files that differ between two commits;
+// *githubapi.Client is the implementation.
+type Comparer interface {
+	CompareFiles(ctx context.Context, base, head string) (files []githubapi.File, complete bool, err error)
+}
+
+// changedFiles is what the change changes, and the selection to map it
+// with: Files if given; else GitHub's comparison of Base with SHA, every
+// stack taken as changed when GitHub's list may be cut short; else the
+// pull request's files.
+func (c *Change) changedFiles(ctx context.Context) ([]ChangedFile, Selection, error) {
+	sel := c.Selection
+	if c.Files != nil {
+		return c.Files, sel, nil
+	}
+	var files []githubapi.File
+	var err error
+	if c.Base != "" {
+		cmp, ok := c.GitHub.(Comparer)
+		if !ok {
+			return nil, sel, errors.New("workflow: the change has a base commit but its GitHub client cannot compare commits")
+		}
+		var complete bool
+		if files, complete, err = cmp.CompareFiles(ctx, c.Base, c.SHA); err != nil {
+			return nil, sel, fmt.Errorf("compare the group with its base: %w", err)
+		}
+		if !complete {
+			// GitHub lists at most 300 files of a comparison: past that,
+			// every stack rather than one missed.
+			sel.Shared = append(slices.Clone(sel.Shared), "**")
+		}
+	} else if files, err = c.GitHub.PullRequestFiles(ctx, c.Number); err != nil {
+		return nil, sel, err
+	}
+	changed := make([]ChangedFile, len(files))
+	for i, f := range files {
+		changed[i] = ChangedFile{Path: f.Path, Status: f.Status, PreviousPath: f.PreviousPath}
+	}
+	return changed, sel, nil
 }
 
 // combined says whether a run of n stacks reports them together.

@@ -271,19 +271,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			ga.Errorf("merge_group event without head_sha and base_sha")
 			return 1
 		}
-		files, complete, err := gh.CompareFiles(ctx, base, head)
-		if err != nil {
-			ga.Errorf("%v", err)
-			return 1
-		}
-		change.SHA, change.Files = head, make([]workflow.ChangedFile, len(files))
-		for i, f := range files {
-			change.Files[i] = workflow.ChangedFile{Path: f.Path, Status: f.Status, PreviousPath: f.PreviousPath}
-		}
-		if !complete {
-			// GitHub lists at most 300 files: every stack, rather than one missed.
-			change.Selection.Shared = append(change.Selection.Shared, "**")
-		}
+		change.SHA, change.Base = head, base
 		change.Options.Origin.SHA, change.Options.Origin.Command = head, "merge queue"
 	default:
 		ga.Errorf("event %q: run on pull_request (preview), merge_group (preview) or push (apply)", gctx.EventName)
