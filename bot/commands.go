@@ -97,7 +97,7 @@ func (c *command) refuse(ctx context.Context, reason string) {
 	c.log.Info("refused", "reason", reason)
 	if c.j.queueBase != "" {
 		// No one to reply to: the queue reads the check run.
-		ck := githubapi.Check{Name: "kusion/preview", Conclusion: "failure", Title: "preview refused", Summary: reason}
+		ck := githubapi.Check{Name: workflow.PreviewCheck, Conclusion: "failure", Title: "preview refused", Summary: reason}
 		if err := c.gh.SetCheck(ctx, c.j.sha, ck); err != nil {
 			c.log.Error("the merge group's check run could not be set", "error", err)
 		}

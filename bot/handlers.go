@@ -156,10 +156,12 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 			return "ignored", nil
 		}
 		cmd := chatops.Command{Verb: chatops.Apply}
-		if stack, ok := strings.CutPrefix(cr.Name, "kusion/preview: "); ok {
-			cmd.Stacks = []string{stack}
-		} else if cr.Name != "kusion/preview" {
+		stack, ok := workflow.PreviewCheckStack(cr.Name)
+		if !ok {
 			return "ignored", nil
+		}
+		if stack != "" {
+			cmd.Stacks = []string{stack}
 		}
 		if !fullSHA.MatchString(cr.HeadSHA) {
 			return "", fmt.Errorf("check_run payload: head_sha must be a commit")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/mdsafe"
@@ -25,6 +26,22 @@ func (c *Change) combinedKey() string {
 // overviewCheck is the name of the check run summing up every stack of the
 // run: one name whatever the stacks, for a branch's required checks.
 func (c *Change) overviewCheck() string { return "kusion/" + c.kind() }
+
+// stackCheck names the check run of a stack's report.
+func (c *Change) stackCheck(dir string) string { return c.overviewCheck() + ": " + dir }
+
+// PreviewCheck is a preview's overview check run: the one a branch's
+// protection can require, whatever the stacks.
+const PreviewCheck = "kusion/preview"
+
+// PreviewCheckStack is the stack folder whose preview check run is named
+// name, "" for the overview; ok is false for any other check run.
+func PreviewCheckStack(name string) (stack string, ok bool) {
+	if name == PreviewCheck {
+		return "", true
+	}
+	return strings.CutPrefix(name, PreviewCheck+": ")
+}
 
 // lines are the stacks of out for an overview; with sections, the stacks
 // worth reading (changes, drift, failures) carry their report.

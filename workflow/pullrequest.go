@@ -367,7 +367,7 @@ func (c *Change) report(ctx context.Context, so *StackOutcome) {
 		return
 	}
 	key := c.key(so.Dir)
-	ck := githubapi.Check{Name: "kusion/" + c.kind() + ": " + so.Dir, Conclusion: "success", Title: c.title(so), Summary: so.Markdown}
+	ck := githubapi.Check{Name: c.stackCheck(so.Dir), Conclusion: "success", Title: c.title(so), Summary: so.Markdown}
 	if so.Err != nil {
 		ck.Conclusion = "failure"
 	}
