@@ -97,7 +97,7 @@ func (c *command) refuse(ctx context.Context, reason string) {
 	c.log.Info("refused", "reason", reason)
 	if c.j.queueBase != "" {
 		// No one to reply to: the queue reads the check run.
-		ck := githubapi.Check{Name: workflow.PreviewCheck, Conclusion: "failure", Title: "preview refused", Summary: reason}
+		ck := githubapi.Check{Name: workflow.PreviewCheck, Conclusion: "failure", Title: string(c.j.command.Verb) + " refused", Summary: reason}
 		if err := c.gh.SetCheck(ctx, c.j.sha, ck); err != nil {
 			c.log.Error("the merge group's check run could not be set", "error", err)
 		}
@@ -177,33 +177,14 @@ func (b *Bot) preview(ctx context.Context, c *command) {
 	b.change(ctx, c, workflow.Preview)
 }
 
-// previewGroup previews a merge queue's group: the stacks its commits
-// change against the base branch, at the group's commit, with check runs
-// on it (kusion/preview, the one branch protection requires) and no
-// comment, as the group belongs to no one pull request. A group that
-// cannot be checked out or compared (the workflow compares it: Base) gets
-// a failed kusion/preview saying why: the queue must not wait for a check
-// that never comes.
-func (b *Bot) previewGroup(ctx context.Context, c *command) {
-	c.ref = c.j.sha
-	fail := c.refuseErr
-	dir, err := os.MkdirTemp("", "kusionpr-checkout")
-	if err != nil {
-		fail(ctx, "the checkout failed", err)
-		return
-	}
-	c.dir = dir
-	if err := c.gh.Checkout(ctx, c.ref, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
-		fail(ctx, "the checkout failed", err)
-		return
-	}
-	b.change(ctx, c, workflow.Preview)
-}
-
 // apply, before the merge, needs write permission and the gates
 // (approval, mergeability, green checks) at a head that does not move
 // while it is checked out; after the merge, the merge is the authority.
 func (b *Bot) apply(ctx context.Context, c *command) {
+	if c.j.queueBase != "" {
+		b.applyGroup(ctx, c)
+		return
+	}
 	if !c.j.afterMerge && !b.canWrite(ctx, c) {
 		return
 	}
@@ -313,9 +294,18 @@ func (b *Bot) options(c *command) workflow.Options {
 	// What made the request: one merge is one request however often it
 	// is delivered or recovered; each comment is its own.
 	opts.Trigger = fmt.Sprintf("comment %d", j.commentID)
-	if j.afterMerge {
+	switch {
+	case j.afterMerge:
 		opts.Trigger = "merge"
 		opts.Merge = &workflow.MergeOrder{SHA: c.ref, MergedAt: j.mergedAt, Recovering: j.recovering}
+	case j.queueBase != "" && j.command.Verb == chatops.Apply:
+		// The queue lands its groups in order, each right after its apply:
+		// the apply's time is its place among merges, and the merge it
+		// becomes finds its commit applied (workflow's appliedInQueue).
+		opts.Trigger = "merge queue"
+		opts.Origin.MergeQueue = true
+		opts.Origin.MergedAt = time.Now().UTC()
+		opts.Merge = &workflow.MergeOrder{SHA: c.ref, MergedAt: opts.Origin.MergedAt}
 	}
 	// A fork's code runs nothing with the bot's credentials (a Terraform
 	// plan can run code): previewed against the prior release only, as
@@ -336,6 +326,8 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 		Comment: b.cfg.Comment, CombineAbove: b.cfg.CombineAbove, CombineSetting: "KUSIONPR_COMBINE_ABOVE",
 		// A merge queue's group: no pull request lists what it changes.
 		Base: j.queueBase,
+		// and its apply answers the check the queue waits for.
+		OverviewCheck: queueCheck(j, cmd),
 		// The bot hears a press of its check runs' Apply button
 		// (check_run requested_action).
 		ApplyAction: cmd == workflow.Preview,

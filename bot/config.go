@@ -157,6 +157,14 @@ type Config struct {
 	// (KUSIONPR_REPOSITORY_EXECUTORS, comma-separated; default none: the
 	// file is not read). The operator's rules come first.
 	RepositoryExecutors []string `json:"repositoryExecutors"`
+	// ApplyInQueue are the repositories (owner/name, or * for all) whose
+	// merge queue groups into the default branch are applied in the
+	// queue, on the group's commit, instead of after they land
+	// (KUSIONPR_APPLY_IN_QUEUE, comma-separated; default none: groups are
+	// previewed). QueueWait is the longest a group waits for the group
+	// ahead of it (KUSIONPR_QUEUE_WAIT, default 1h).
+	ApplyInQueue []string      `json:"applyInQueue"`
+	QueueWait    time.Duration `json:"queueWait"`
 
 	specAllow kubernetes.Allowance
 }
@@ -166,7 +174,8 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4, Comment: "always", CombineAbove: 10,
 		RequireApproval: true, RequireMergeable: true, RequireChecks: true, MergeableStates: []string{"clean"}, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
 		HoldWait: 30 * time.Minute, ReadyTimeout: kubernetes.DefaultReadyTimeout, RateLimitWait: githubapi.DefaultMaxWait, RecoverWindow: 24 * time.Hour,
-		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000, Deployments: true}
+		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000, Deployments: true,
+		QueueWait: time.Hour}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -246,6 +255,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	strs("KUSIONPR_TERRAFORM_PROVIDER_SETTINGS", &c.TerraformProviderSettings)
 	strs("KUSIONPR_SPEC_KUBECONFIG_ALLOW", &c.SpecKubeconfigAllow)
 	strs("KUSIONPR_REPOSITORY_EXECUTORS", &c.RepositoryExecutors)
+	strs("KUSIONPR_APPLY_IN_QUEUE", &c.ApplyInQueue)
 	strs("KUSIONPR_MODULE_ENV", &c.ModuleEnv)
 	if v := getenv("KUSIONPR_KUBECONFIGS"); v != "" {
 		var err error
@@ -268,6 +278,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	dur("KUSIONPR_READY_TIMEOUT", &c.ReadyTimeout)
 	dur("KUSIONPR_RATE_LIMIT_WAIT", &c.RateLimitWait)
 	dur("KUSIONPR_RECOVER_WINDOW", &c.RecoverWindow)
+	dur("KUSIONPR_QUEUE_WAIT", &c.QueueWait)
 	num("KUSIONPR_MAX_UNVERIFIED_BYTES", func(n int64) { c.MaxUnverifiedBytes = n })
 	num("KUSIONPR_MAX_CHECKOUT_BYTES", func(n int64) { c.MaxCheckoutBytes = n })
 	num("KUSIONPR_MAX_CHECKOUT_FILES", func(n int64) { c.MaxCheckoutFiles = n })
@@ -319,6 +330,14 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	}
 	if c.ReadyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_READY_TIMEOUT: %s is not a positive duration: want one such as 90s or 10m (default 5m)", c.ReadyTimeout))
+	}
+	if c.QueueWait <= 0 {
+		errs = append(errs, fmt.Errorf("KUSIONPR_QUEUE_WAIT: %s is not a positive duration: want one such as 30m or 2h (default 1h)", c.QueueWait))
+	}
+	for _, r := range c.ApplyInQueue {
+		if r != "*" && strings.Count(r, "/") != 1 {
+			errs = append(errs, fmt.Errorf("KUSIONPR_APPLY_IN_QUEUE: %q is not a repository (owner/name) or *", r))
+		}
 	}
 	switch c.Comment {
 	case "always", "on-change", "combined", "never":
@@ -380,6 +399,17 @@ func (c *Config) runtimes() runtimes.Factory {
 	}
 }
 
+// appliesInQueue reports whether the repository's merge queue groups are
+// applied in the queue (ApplyInQueue).
+func (c *Config) appliesInQueue(fullName string) bool {
+	for _, r := range c.ApplyInQueue {
+		if r == "*" || strings.EqualFold(r, fullName) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Config) allowed(fullName string) bool {
 	if len(c.AllowRepos) == 0 {
 		return true
@@ -405,6 +435,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		ReadyTimeout    *string `json:"readyTimeout"`
 		RateLimitWait   *string `json:"rateLimitWait"`
 		RecoverWindow   *string `json:"recoverWindow"`
+		QueueWait       *string `json:"queueWait"`
 	}{plain: (*plain)(c)}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -423,6 +454,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		{"readyTimeout", aux.ReadyTimeout, &c.ReadyTimeout},
 		{"rateLimitWait", aux.RateLimitWait, &c.RateLimitWait},
 		{"recoverWindow", aux.RecoverWindow, &c.RecoverWindow},
+		{"queueWait", aux.QueueWait, &c.QueueWait},
 	} {
 		if d.v == nil {
 			continue

@@ -126,6 +126,14 @@ func TestLoadConfig(t *testing.T) {
 		{"one combined comment", with("KUSIONPR_COMMENT", "combined"), func(c *Config) bool { return c.Comment == "combined" }, ""},
 		{"an unknown way to comment", with("KUSIONPR_COMMENT", "sometimes"), nil, `KUSIONPR_COMMENT: "sometimes" is not always, on-change, combined or never`},
 		{"stacks combined above none", with("KUSIONPR_COMBINE_ABOVE", "-1"), nil, "KUSIONPR_COMBINE_ABOVE must be a number of stacks (0 never combines), not -1"},
+		{"apply in the queue of two repositories", with("KUSIONPR_APPLY_IN_QUEUE", "o/a, O/B"), func(c *Config) bool {
+			return c.appliesInQueue("o/a") && c.appliesInQueue("o/b") && !c.appliesInQueue("o/c") && c.QueueWait == time.Hour
+		}, ""},
+		{"apply in every repository's queue", with("KUSIONPR_APPLY_IN_QUEUE", "*"), func(c *Config) bool { return c.appliesInQueue("any/one") }, ""},
+		{"no apply in the queue by default", with("KUSIONPR_COMMENT", "always"), func(c *Config) bool { return !c.appliesInQueue("o/a") }, ""},
+		{"apply in the queue of an owner", with("KUSIONPR_APPLY_IN_QUEUE", "octo"), nil, `KUSIONPR_APPLY_IN_QUEUE: "octo" is not a repository (owner/name) or *`},
+		{"a queue wait", with("KUSIONPR_QUEUE_WAIT", "20m"), func(c *Config) bool { return c.QueueWait == 20*time.Minute }, ""},
+		{"a queue wait of zero", with("KUSIONPR_QUEUE_WAIT", "0s"), nil, "KUSIONPR_QUEUE_WAIT: 0s is not a positive duration"},
 		{"a rate-limit wait", with("KUSIONPR_RATE_LIMIT_WAIT", "10m"), func(c *Config) bool { return c.RateLimitWait == 10*time.Minute }, ""},
 		{"a rate-limit wait of zero", with("KUSIONPR_RATE_LIMIT_WAIT", "0s"), nil, "KUSIONPR_RATE_LIMIT_WAIT: 0s is not a positive duration: want one such as 90s or 10m (default 2m)"},
 		{"an unknown setting in the file", with("KUSIONPR_CONFIG", bad), nil, `unknown field "workspaces"`},

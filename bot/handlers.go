@@ -87,9 +87,10 @@ type job struct {
 	// pressedAt is the commit whose check run's Apply button was pressed:
 	// the apply refuses a pull request that has moved since.
 	pressedAt string
-	// queueBase is set for a merge queue's group: the base branch's
-	// commit the group (at sha) was made on.
-	queueBase string
+	// queueBase is set for a merge queue's group: the commit the group (at
+	// sha) was made on, the base branch's or the group ahead's;
+	// queueBranch is the branch it lands on.
+	queueBase, queueBranch string
 	// mergedAt is when the merge applied happened; recovering marks the
 	// applies Recover queued.
 	mergedAt   time.Time
@@ -145,8 +146,13 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 		if !fullSHA.MatchString(g.HeadSHA) || !fullSHA.MatchString(g.BaseSHA) {
 			return "", fmt.Errorf("merge_group payload: head_sha and base_sha must be commits")
 		}
-		j.sha, j.queueBase, j.actor = g.HeadSHA, g.BaseSHA, ev.Sender.Login
+		j.sha, j.queueBase, j.queueBranch, j.actor = g.HeadSHA, g.BaseSHA, strings.TrimPrefix(g.BaseRef, "refs/heads/"), ev.Sender.Login
 		j.command = chatops.Command{Verb: chatops.Preview}
+		if b.cfg.appliesInQueue(ev.Repository.FullName) && j.queueBranch == ev.Repository.DefaultBranch {
+			// What is deployed follows the default branch, as for merges:
+			// a queue into another branch is previewed only.
+			j.command.Verb = chatops.Apply
+		}
 	case d.Event == "check_run" && ev.Action == "requested_action" && ev.CheckRun != nil && ev.RequestedAction != nil:
 		// The Apply button of a preview's check run: /kusion apply of its
 		// stack (every stack, on the overview) from whoever pressed it,

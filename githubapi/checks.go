@@ -55,3 +55,29 @@ func (c *Client) SetCheck(ctx context.Context, sha string, ck Check) error {
 	}
 	return nil
 }
+
+// CheckRunState is where a check run stands: Status is queued,
+// in_progress or completed, Conclusion set once completed; both empty
+// when there is no such check run.
+type CheckRunState struct {
+	Status, Conclusion, Title string
+}
+
+// CheckRunOf is the latest check run named name on sha made by the App
+// appID: only that App's check runs count, as anyone who may write checks
+// can make one of the same name.
+func (c *Client) CheckRunOf(ctx context.Context, sha, name string, appID int64) (CheckRunState, error) {
+	res, _, err := c.gh.Checks.ListCheckRunsForRef(ctx, c.owner, c.repo, sha, &github.ListCheckRunsOptions{
+		CheckName: github.String(name), AppID: github.Int64(appID), Filter: github.String("latest"),
+		ListOptions: github.ListOptions{PerPage: 10},
+	})
+	if err != nil {
+		return CheckRunState{}, fmt.Errorf("check run %q of %s: %w", name, sha, err)
+	}
+	for _, cr := range res.CheckRuns {
+		if cr.GetName() == name && cr.GetApp().GetID() == appID {
+			return CheckRunState{Status: cr.GetStatus(), Conclusion: cr.GetConclusion(), Title: cr.GetOutput().GetTitle()}, nil
+		}
+	}
+	return CheckRunState{}, nil
+}

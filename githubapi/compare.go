@@ -25,3 +25,21 @@ func (c *Client) CompareFiles(ctx context.Context, base, head string) (files []F
 	}
 	return files, len(cmp.Files) < MaxCompareFiles, nil
 }
+
+// Contains reports whether the branch holds sha: sha is the branch's
+// commit or one of its ancestors (GitHub's comparison of the branch with
+// sha is identical or behind).
+func (c *Client) Contains(ctx context.Context, branch, sha string) (bool, error) {
+	cmp, _, err := c.gh.Repositories.CompareCommits(ctx, c.owner, c.repo, branch, sha, &github.ListOptions{PerPage: 1})
+	if err != nil {
+		return false, fmt.Errorf("compare %s...%s: %w", branch, sha, err)
+	}
+	switch s := cmp.GetStatus(); s {
+	case "identical", "behind":
+		return true, nil
+	case "ahead", "diverged":
+		return false, nil
+	default:
+		return false, fmt.Errorf("compare %s...%s: GitHub answered status %q", branch, sha, s)
+	}
+}

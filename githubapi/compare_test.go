@@ -51,3 +51,55 @@ func TestCompareFiles(t *testing.T) {
 		t.Errorf("a commit against itself: %v, %v", files, err)
 	}
 }
+
+// TestContains: a branch holds its commit and the commits behind it, not a
+// merge queue's group made on it nor a commit of another line.
+func TestContains(t *testing.T) {
+	gh := githubfake.New(t)
+	c, err := githubapi.New("ghs_token", gh.URL, "octo", "infra", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const root, main, group, other = "a000000000000000000000000000000000000000", "b000000000000000000000000000000000000000", "c000000000000000000000000000000000000000", "d000000000000000000000000000000000000000"
+	gh.SetParents("octo", "infra", root)
+	gh.SetParents("octo", "infra", main, root)
+	gh.SetParents("octo", "infra", group, main)
+	gh.SetParents("octo", "infra", other, root)
+	gh.SetBranch("octo", "infra", "main", main)
+	for _, tc := range []struct {
+		sha  string
+		want bool
+	}{{main, true}, {root, true}, {group, false}, {other, false}} {
+		if got, err := c.Contains(t.Context(), "main", tc.sha); err != nil || got != tc.want {
+			t.Errorf("main holds %s: %v, %v; want %v", tc.sha[:1], got, err, tc.want)
+		}
+	}
+	// The queue lands the group: main is fast-forwarded to it.
+	gh.SetBranch("octo", "infra", "main", group)
+	if got, err := c.Contains(t.Context(), "main", group); err != nil || !got {
+		t.Errorf("main holds the landed group: %v, %v", got, err)
+	}
+}
+
+// TestCheckRunOf: the latest check run of a name made by the App, not one
+// of the same name made by a workflow.
+func TestCheckRunOf(t *testing.T) {
+	gh := githubfake.New(t)
+	c, err := githubapi.New("ghs_token", gh.URL, "octo", "infra", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sha = "e000000000000000000000000000000000000000"
+	app := githubfake.CheckApp{ID: 42, Slug: "kusionpr", Name: "kusionpr"}
+	if st, err := c.CheckRunOf(t.Context(), sha, "kusion/preview", 42); err != nil || st.Status != "" {
+		t.Errorf("no check run yet: %+v, %v", st, err)
+	}
+	gh.SetCheckRunBy("octo", "infra", sha, "kusion/preview", "success", githubfake.GitHubActions())
+	if st, err := c.CheckRunOf(t.Context(), sha, "kusion/preview", 42); err != nil || st.Status != "" {
+		t.Errorf("a workflow's check run of the same name counted: %+v, %v", st, err)
+	}
+	gh.SetCheckRunBy("octo", "infra", sha, "kusion/preview", "failure", app)
+	if st, err := c.CheckRunOf(t.Context(), sha, "kusion/preview", 42); err != nil || st.Status != "completed" || st.Conclusion != "failure" {
+		t.Errorf("the App's check run: %+v, %v", st, err)
+	}
+}

@@ -61,6 +61,10 @@ type Origin struct {
 	// MergedAt is when the commit applied was merged, for a merge's apply:
 	// merges are applied in this order, never an older over a newer one.
 	MergedAt time.Time `json:"mergedAt,omitzero" yaml:"mergedAt,omitempty"`
+	// MergeQueue is set on the apply of a merge queue's group, made on the
+	// group's commit before it landed: the queue then fast-forwards its
+	// branch to that commit, so the merge is this release's SHA.
+	MergeQueue bool `json:"mergeQueue,omitempty" yaml:"mergeQueue,omitempty"`
 	// Repository is the GitHub repository the project and workspace belong
 	// to as of this release: the one the run came from, or, for a run from
 	// outside GitHub (the operator), the one the releases before it named.

@@ -25,10 +25,17 @@ func (c *Change) combinedKey() string {
 
 // overviewCheck is the name of the check run summing up every stack of the
 // run: one name whatever the stacks, for a branch's required checks.
-func (c *Change) overviewCheck() string { return "kusion/" + c.kind() }
+// A merge queue's apply answers under OverviewCheck the check its branch
+// requires of pull requests and groups alike (PreviewCheck).
+func (c *Change) overviewCheck() string {
+	if c.OverviewCheck != "" {
+		return c.OverviewCheck
+	}
+	return "kusion/" + c.kind()
+}
 
 // stackCheck names the check run of a stack's report.
-func (c *Change) stackCheck(dir string) string { return c.overviewCheck() + ": " + dir }
+func (c *Change) stackCheck(dir string) string { return "kusion/" + c.kind() + ": " + dir }
 
 // PreviewCheck is a preview's overview check run: the one a branch's
 // protection can require, whatever the stacks.
@@ -112,7 +119,7 @@ func plural(n int) string {
 // comments and check runs of their own. A preview sets it even when no
 // stack is touched, so that a branch can require it.
 func (c *Change) reportOverview(ctx context.Context, out *Outcome) {
-	if c.SHA == "" || (len(out.Stacks) == 0 && c.Command != Preview) {
+	if c.SHA == "" || (len(out.Stacks) == 0 && c.Command != Preview && c.OverviewCheck == "") {
 		return
 	}
 	summary, err := c.overview(out, "", "", false)

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +51,57 @@ func TestMergeOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAppliedInQueue: a merge whose commit a merge queue applied is found
+// among the queue's releases behind the latest, and no further back than
+// the releases the queue made; a failed queue apply is no apply.
+func TestAppliedInQueue(t *testing.T) {
+	const sha = "aaaaaaaaaa"
+	queued := func(rev uint64, s string, phase model.Phase) *model.Release {
+		return &model.Release{Revision: rev, Phase: phase, Origin: &model.Origin{SHA: s, MergeQueue: true}}
+	}
+	merged := func(rev uint64, s string) *model.Release {
+		return &model.Release{Revision: rev, Phase: model.PhaseSucceeded, Origin: &model.Origin{SHA: s}}
+	}
+	for _, tc := range []struct {
+		name  string
+		chain []*model.Release // revisions 1..n, the last the latest
+		want  string
+		reads int
+	}{
+		{"no release", nil, "", 0},
+		{"the latest is the queue's apply of this commit", []*model.Release{queued(1, sha, model.PhaseSucceeded)}, "release 1 applied this commit in the merge queue", 0},
+		{"groups behind it applied since", []*model.Release{merged(1, "x"), queued(2, sha, model.PhaseSucceeded), queued(3, "b", model.PhaseSucceeded), queued(4, "c", model.PhaseSucceeded)}, "release 2 applied this commit in the merge queue", 2},
+		{"its queue apply failed", []*model.Release{queued(1, sha, model.PhaseFailed), queued(2, "b", model.PhaseSucceeded)}, "", 1},
+		{"a merge applied since: the queue's releases end there", []*model.Release{queued(1, sha, model.PhaseSucceeded), merged(2, "x"), queued(3, "b", model.PhaseSucceeded)}, "", 1},
+		{"the latest is not the queue's", []*model.Release{queued(1, sha, model.PhaseSucceeded), merged(2, "x")}, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reads := 0
+			get := func(_ context.Context, rev uint64) (*model.Release, error) {
+				reads++
+				return tc.chain[rev-1], nil
+			}
+			var latest *model.Release
+			if len(tc.chain) > 0 {
+				latest = tc.chain[len(tc.chain)-1]
+			}
+			got, err := appliedInQueue(t.Context(), get, latest, sha)
+			if err != nil || got != tc.want || reads != tc.reads {
+				t.Errorf("got %q, %v after %d reads; want %q after %d", got, err, reads, tc.want, tc.reads)
+			}
+		})
+	}
+	// A queue longer than the walk: the merge is not found, and the walk
+	// stops.
+	reads := 0
+	long := func(_ context.Context, rev uint64) (*model.Release, error) {
+		reads++
+		return queued(rev, "other", model.PhaseSucceeded), nil
+	}
+	if got, _ := appliedInQueue(t.Context(), long, queued(1000, "other", model.PhaseSucceeded), sha); got != "" || reads > maxQueueWalk {
+		t.Errorf("a walk past %d releases: %q after %d reads", maxQueueWalk, got, reads)
 	}
 }

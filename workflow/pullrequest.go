@@ -80,6 +80,11 @@ type Change struct {
 	// preview's stacks with changes (and on the overview): set by the bot,
 	// which hears the press; never offered for a fork.
 	ApplyAction bool
+	// OverviewCheck names the overview check run, kusion/<command> if
+	// empty; set, the overview is set even when no stack is touched. A
+	// merge queue's apply sets PreviewCheck, the check branch protection
+	// requires of the group.
+	OverviewCheck string
 	// Log takes the run's lines. Its caller names the pull request and
 	// the command in it (the bot's logger does, With); Change adds only
 	// the stack, so no key appears twice in one JSON line.

@@ -147,6 +147,37 @@ type MergeOrder struct {
 	Recovering bool `json:"recovering,omitempty"`
 }
 
+// maxQueueWalk bounds how far back a merge looks for its commit among the
+// releases a merge queue applied: a queue lands its groups in minutes, so
+// the merge of a group is never far behind the release that applied it.
+const maxQueueWalk = 32
+
+// appliedInQueue says why the merge at sha is not applied: a merge queue
+// applied it already (the group's commit is the merge's), and other groups
+// may have applied over it since; "" when no release of the queue applied
+// it. It reads back from latest over the releases the queue applied, and
+// no further: a merge is applied after the release before it.
+func appliedInQueue(ctx context.Context, get func(ctx context.Context, revision uint64) (*model.Release, error), latest *model.Release, sha string) (string, error) {
+	r := latest
+	for range maxQueueWalk {
+		if r == nil || r.Origin == nil || !r.Origin.MergeQueue {
+			return "", nil
+		}
+		if r.Origin.SHA == sha && r.Phase == model.PhaseSucceeded {
+			return fmt.Sprintf("release %d applied this commit in the merge queue", r.Revision), nil
+		}
+		if r.Revision <= 1 {
+			return "", nil
+		}
+		prev, err := get(ctx, r.Revision-1)
+		if err != nil {
+			return "", fmt.Errorf("read release %d, looking for the merge queue's apply of %s: %w", r.Revision-1, shortSHA(sha), err)
+		}
+		r = prev
+	}
+	return "", nil
+}
+
 // Skip says why the merge is not applied over the stack's latest release
 // (nil if none), "" to apply it.
 //

@@ -210,6 +210,18 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 	// Every read of a release and every slot taken goes through the check
 	// that the project belongs to the run's repository.
 	owned := backend.Owned{Store: store, Run: runRepository(opts)}
+	get := func(ctx context.Context, revision uint64) (*model.Release, error) {
+		return owned.Get(ctx, target.Project, target.Workspace, revision)
+	}
+	// why asks opts.Skip, then, for a merge, whether a merge queue applied
+	// its commit already: a group's release may be behind the releases of
+	// the groups that landed after it.
+	why := func(latest *model.Release) (string, error) {
+		if why := opts.Skip(latest); why != "" || opts.Merge == nil {
+			return why, nil
+		}
+		return appliedInQueue(ctx, get, latest, opts.Merge.SHA)
+	}
 	skip := func() (string, error) {
 		if opts.Skip == nil {
 			return "", nil
@@ -218,7 +230,7 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 		if err != nil {
 			return "", err
 		}
-		return opts.Skip(latest), nil
+		return why(latest)
 	}
 	if run.Skipped, run.Err = skip(); run.Skipped != "" || run.Err != nil {
 		return run
@@ -244,10 +256,11 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 		// Asked again when the stack is taken, atomically with it: another
 		// run may have done (or outdated) this one since the check above.
 		applyOpts.Precondition = func(latest *model.Release) error {
-			if why := opts.Skip(latest); why != "" {
+			why, err := why(latest)
+			if why != "" {
 				return &skipped{why: why}
 			}
-			return nil
+			return err
 		}
 	}
 	switch cmd {

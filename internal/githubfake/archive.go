@@ -263,7 +263,9 @@ func fileInTarball(tgz []byte, p string) ([]byte, bool) {
 
 // compare answers GET /repos/{owner}/{repo}/compare/{base}...{head} for two
 // trees the test set: the files added, modified and removed from base to
-// head, at most 300 as GitHub lists them.
+// head, at most 300 as GitHub lists them; and, for commits of the graph
+// the test recorded (SetParents), how head stands to base (status,
+// ahead_by, behind_by). A branch name stands for its commit (SetBranch).
 func (s *Server) compare(rq *request) response {
 	// GitHub's description has the path twice, as {basehead} and as
 	// {base}...{head}: one segment either way.
@@ -275,11 +277,16 @@ func (s *Server) compare(rq *request) response {
 	if !ok {
 		return ghError(http.StatusNotFound, "Not Found")
 	}
-	bt, ht := s.st.trees[rq.repo+"@"+shortRef(base)], s.st.trees[rq.repo+"@"+shortRef(head)]
-	if bt == nil || ht == nil {
+	base, head = s.st.resolve(rq.repo, base), s.st.resolve(rq.repo, head)
+	status, aheadBy, behindBy, graphed := s.st.comparison(rq.repo, base, head)
+	bt, ht := s.st.trees[rq.repo+"@"+base], s.st.trees[rq.repo+"@"+head]
+	if (bt == nil || ht == nil) && !graphed {
 		return notFound()
 	}
-	was, now := filesOf(bt.tgz), filesOf(ht.tgz)
+	var was, now map[string][]byte
+	if bt != nil && ht != nil {
+		was, now = filesOf(bt.tgz), filesOf(ht.tgz)
+	}
 	var names []string
 	for name := range now {
 		names = append(names, name)
@@ -291,6 +298,9 @@ func (s *Server) compare(rq *request) response {
 	}
 	sort.Strings(names)
 	out := s.template("repos/compare-commits", "200")
+	if graphed {
+		out["status"], out["ahead_by"], out["behind_by"], out["total_commits"] = status, aheadBy, behindBy, aheadBy
+	}
 	tmpl, _ := out["files"].([]any)
 	var files []any
 	for _, name := range names {

@@ -415,12 +415,13 @@ func (s *Server) getCheckRun(rq *request) response {
 
 func (s *Server) listCheckRuns(rq *request) response {
 	ref := rq.params["ref"]
-	name, st := rq.query.Get("check_name"), rq.query.Get("status")
+	name, st, app := rq.query.Get("check_name"), rq.query.Get("status"), rq.query.Get("app_id")
 	latest := rq.query.Get("filter") != "all"
 	var runs []*checkRun
 	seen := map[string]int{}
 	for _, c := range s.st.checkRuns {
-		if c.repo != rq.repo || c.HeadSHA != ref || (name != "" && c.Name != name) || (st != "" && c.Status != st) {
+		if c.repo != rq.repo || c.HeadSHA != ref || (name != "" && c.Name != name) || (st != "" && c.Status != st) ||
+			(app != "" && app != strconv.FormatInt(c.app.ID, 10)) {
 			continue
 		}
 		// filter=latest (the default) keeps the most recent run of each name.

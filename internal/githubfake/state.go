@@ -32,8 +32,10 @@ type state struct {
 	reviews     map[string][]*review // by repo#number
 	tick        int64                // orders pulls' creation and updates
 
-	trees     map[string]*tree  // by repo@ref
-	downloads map[string]string // codeload token -> repo@ref it was issued for
+	trees     map[string]*tree    // by repo@ref
+	downloads map[string]string   // codeload token -> repo@ref it was issued for
+	parents   map[string][]string // by repo@sha: the commit graph a comparison reads (SetParents)
+	branches  map[string]string   // by repo@branch: the commit it points at (SetBranch)
 
 	workflows         map[string]Workflow // by repo/file
 	runs              []*actionsRun       // in dispatch order

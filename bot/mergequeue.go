@@ -1,0 +1,133 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+// A merge queue tests each queued pull request on a group: a commit made of
+// the base branch, every group ahead and the pull request. GitHub asks for
+// the group's checks (merge_group checks_requested) and, once the required
+// ones pass, fast-forwards the base branch to the group's commit, so the
+// commit checked is the commit that lands. Each group's base_sha is the
+// commit it was made on: the base branch's, or the commit of the group
+// ahead of it.
+
+// previewGroup previews a merge queue's group: the stacks its commits
+// change against the base branch, at the group's commit, with check runs
+// on it (kusion/preview, the one branch protection requires) and no
+// comment, as the group belongs to no one pull request. A group that
+// cannot be checked out or compared (the workflow compares it: Base) gets
+// a failed kusion/preview saying why: the queue must not wait for a check
+// that never comes.
+func (b *Bot) previewGroup(ctx context.Context, c *command) {
+	if b.checkoutGroup(ctx, c) {
+		b.change(ctx, c, workflow.Preview)
+	}
+}
+
+// applyGroup applies a merge queue's group on its commit, in a repository
+// the operator lets apply in the queue (KUSIONPR_APPLY_IN_QUEUE): once the
+// group ahead of it has applied, so groups apply in the order they land;
+// kusion/preview on the group says how the apply went, and a failed one
+// takes the pull request out of the queue. The queue is the authority, as
+// the merge is: only pull requests that passed the branch's protection are
+// queued, by someone who may merge them.
+func (b *Bot) applyGroup(ctx context.Context, c *command) {
+	if why := b.waitGroupAhead(ctx, c); why != "" {
+		c.refuse(ctx, why)
+		return
+	}
+	if b.checkoutGroup(ctx, c) {
+		b.change(ctx, c, workflow.Apply)
+	}
+}
+
+// checkoutGroup unpacks the group's commit; b.handle removes it.
+func (b *Bot) checkoutGroup(ctx context.Context, c *command) bool {
+	c.ref = c.j.sha
+	dir, err := os.MkdirTemp("", "kusionpr-checkout")
+	if err != nil {
+		c.refuseErr(ctx, "the checkout failed", err)
+		return false
+	}
+	c.dir = dir
+	if err := c.gh.Checkout(ctx, c.ref, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
+		c.refuseErr(ctx, "the checkout failed", err)
+		return false
+	}
+	return true
+}
+
+// queueGitHub is what waiting for the group ahead reads of GitHub;
+// *githubapi.Client is the implementation.
+type queueGitHub interface {
+	Contains(ctx context.Context, branch, sha string) (bool, error)
+	CheckRunOf(ctx context.Context, sha, name string, appID int64) (githubapi.CheckRunState, error)
+}
+
+// waitGroupAhead waits until the commit the group was made on has landed
+// on the base branch or, when it is the group ahead's, until that group's
+// kusion/preview, the bot's own, has passed: "" to go on, else why the
+// group is not applied. A group ahead that failed leaves this one
+// unapplied: its commit holds the failed group's changes, and GitHub makes
+// the groups behind a failed one again without it.
+func (b *Bot) waitGroupAhead(ctx context.Context, c *command) string {
+	gh, ok := c.gh.(queueGitHub)
+	if !ok {
+		return "this bot's GitHub client cannot read the merge queue"
+	}
+	base := c.j.queueBase
+	deadline := time.Now().Add(b.cfg.QueueWait)
+	wait := time.Second
+	for {
+		landed, err := gh.Contains(ctx, c.j.queueBranch, base)
+		if err != nil {
+			return "reading whether the commit this group was made on has landed failed:\n\n" + mdsafe.Fence("text", err.Error())
+		}
+		if landed {
+			return ""
+		}
+		ahead, err := gh.CheckRunOf(ctx, base, workflow.PreviewCheck, b.cfg.AppID)
+		if err != nil {
+			return "reading the check of the group ahead failed:\n\n" + mdsafe.Fence("text", err.Error())
+		}
+		if ahead.Status == "completed" {
+			if ahead.Conclusion == "success" {
+				return ""
+			}
+			return fmt.Sprintf("nothing of this group was applied: the group ahead of it in the merge queue (%s) did not pass %s (%s: %s), and this group holds its changes",
+				short(base), mdsafe.Code(workflow.PreviewCheck), mdsafe.Plain(ahead.Conclusion), mdsafe.Plain(ahead.Title))
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return fmt.Sprintf("nothing of this group was applied: the group ahead of it in the merge queue (%s) neither landed nor passed %s within %s (the bot's KUSIONPR_QUEUE_WAIT)",
+				short(base), mdsafe.Code(workflow.PreviewCheck), b.cfg.QueueWait)
+		}
+		c.log.Info("waiting for the group ahead in the merge queue", "ahead", base, "wait", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "nothing of this group was applied: the bot stopped while it waited for the group ahead (" + short(base) + ")"
+		case <-t.C:
+		}
+		// A group lands within minutes of its check: the wait is short,
+		// and its reads stay far below an installation's rate limit.
+		wait = min(2*wait, 10*time.Second)
+	}
+}
+
+// queueCheck names the overview check run of a merge queue's apply: the
+// check the queue waits for, whatever the command.
+func queueCheck(j job, cmd workflow.Command) string {
+	if j.queueBase != "" && cmd == workflow.Apply {
+		return workflow.PreviewCheck
+	}
+	return ""
+}
