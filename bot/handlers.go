@@ -62,7 +62,10 @@ type event struct {
 		BaseSHA string `json:"base_sha"`
 		BaseRef string `json:"base_ref"`
 	} `json:"merge_group"`
-	Sender user `json:"sender"`
+	// Reason is why a merge_group was destroyed: merged, dequeued or
+	// invalidated.
+	Reason string `json:"reason"`
+	Sender user   `json:"sender"`
 }
 
 type user struct {
@@ -153,6 +156,13 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 			// a queue into another branch is previewed only.
 			j.command.Verb = chatops.Apply
 		}
+	case d.Event == "merge_group" && ev.Action == "destroyed" && ev.MergeGroup != nil:
+		// Merged, dequeued, or invalidated by a group ahead leaving the
+		// queue: a group still waiting for the group ahead stops.
+		if b.stopGroup(ev.Repository.FullName, ev.MergeGroup.HeadSHA, ev.Reason) {
+			return "accepted", nil
+		}
+		return "ignored", nil
 	case d.Event == "check_run" && ev.Action == "requested_action" && ev.CheckRun != nil && ev.RequestedAction != nil:
 		// The Apply button of a preview's check run: /kusion apply of its
 		// stack (every stack, on the overview) from whoever pressed it,
@@ -235,7 +245,13 @@ func (b *Bot) enqueue(j job) bool {
 	if j.commentID != 0 {
 		key += fmt.Sprintf(":%d", j.commentID)
 	}
-	return b.q.add(b.base, key, func(ctx context.Context) { b.handle(ctx, j) })
+	handle := func(ctx context.Context) { b.handle(ctx, j) }
+	if j.queueBase != "" && j.command.Verb == chatops.Apply {
+		// The wait for the group ahead takes none of the slots: the
+		// group ahead may need one.
+		return b.q.addAfter(b.base, key, func(ctx context.Context) bool { return b.awaitGroupAhead(ctx, j) }, handle)
+	}
+	return b.q.add(b.base, key, handle)
 }
 
 var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)

@@ -2,8 +2,10 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kusionpr/kusionpr/githubapi"
@@ -34,16 +36,13 @@ func (b *Bot) previewGroup(ctx context.Context, c *command) {
 
 // applyGroup applies a merge queue's group on its commit, in a repository
 // the operator lets apply in the queue (KUSIONPR_APPLY_IN_QUEUE): once the
-// group ahead of it has applied, so groups apply in the order they land;
+// group ahead of it has applied (awaitGroupAhead, before the job takes a
+// slot), so groups apply in the order they land;
 // kusion/preview on the group says how the apply went, and a failed one
 // takes the pull request out of the queue. The queue is the authority, as
 // the merge is: only pull requests that passed the branch's protection are
 // queued, by someone who may merge them.
 func (b *Bot) applyGroup(ctx context.Context, c *command) {
-	if why := b.waitGroupAhead(ctx, c); why != "" {
-		c.refuse(ctx, why)
-		return
-	}
 	if b.checkoutGroup(ctx, c) {
 		b.change(ctx, c, workflow.Apply)
 	}
@@ -60,6 +59,61 @@ func (b *Bot) checkoutGroup(ctx context.Context, c *command) bool {
 	c.dir = dir
 	if err := c.gh.Checkout(ctx, c.ref, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
 		c.refuseErr(ctx, "the checkout failed", err)
+		return false
+	}
+	return true
+}
+
+// errGroupDestroyed ends the wait of a group GitHub destroyed.
+type errGroupDestroyed struct{ reason string }
+
+func (e errGroupDestroyed) Error() string {
+	return "the merge queue destroyed the group (" + e.reason + ")"
+}
+
+// waitingGroup is a group waiting for the group ahead (Bot.groups).
+type waitingGroup struct{ cancel context.CancelCauseFunc }
+
+func groupKey(repo, sha string) string { return strings.ToLower(repo) + "@" + sha }
+
+// stopGroup ends the wait of the group at sha, if one waits: it reports
+// whether one did.
+func (b *Bot) stopGroup(repo, sha, reason string) bool {
+	w, ok := b.groups.LoadAndDelete(groupKey(repo, sha))
+	if ok {
+		w.(*waitingGroup).cancel(errGroupDestroyed{reason: reason})
+	}
+	return ok
+}
+
+// awaitGroupAhead is the first step of a merge queue's apply, before the
+// job takes a slot: it waits for the group ahead and reports whether to
+// apply; a group that is not to be applied fails kusion/preview saying why,
+// unless GitHub destroyed it (there is no one to tell then).
+func (b *Bot) awaitGroupAhead(ctx context.Context, j job) bool {
+	log := b.log.With("repository", j.owner+"/"+j.repo, "group", j.sha, "command", j.command.Verb)
+	gh, err := b.client(j.installation, j.owner, j.repo)
+	if err != nil {
+		log.Error("installation client", "error", err)
+		return false
+	}
+	c := &command{j: j, gh: gh, log: log}
+	ctx, cancel := context.WithCancelCause(ctx)
+	key, w := groupKey(j.owner+"/"+j.repo, j.sha), &waitingGroup{cancel: cancel}
+	b.groups.Store(key, w)
+	defer func() {
+		b.groups.CompareAndDelete(key, w)
+		cancel(nil)
+	}()
+	why := b.waitGroupAhead(ctx, c)
+	if d, ok := errors.AsType[errGroupDestroyed](context.Cause(ctx)); ok {
+		log.Info("the group left the merge queue while it waited for the group ahead: not applied", "reason", d.reason)
+		return false
+	}
+	if why != "" {
+		// The job's own context may be the one that ended: the check
+		// is set regardless, so the queue does not wait for it.
+		c.refuse(context.WithoutCancel(ctx), why)
 		return false
 	}
 	return true

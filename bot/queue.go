@@ -24,6 +24,14 @@ func newQueue(concurrency int, m *metrics) *queue {
 // add starts fn in the background unless key is already queued; it reports
 // whether fn was taken.
 func (q *queue) add(ctx context.Context, key string, fn func(ctx context.Context)) bool {
+	return q.addAfter(ctx, key, nil, fn)
+}
+
+// addAfter is add with a wait first: before runs without taking one of
+// the slots, and fn runs only if before says so. A job waiting on another
+// (a merge queue's group waiting for the group ahead) must not hold the
+// slot the other needs.
+func (q *queue) addAfter(ctx context.Context, key string, before func(ctx context.Context) bool, fn func(ctx context.Context)) bool {
 	q.mu.Lock()
 	if q.closed || q.pending[key] {
 		q.mu.Unlock()
@@ -41,6 +49,9 @@ func (q *queue) add(ctx context.Context, key string, fn func(ctx context.Context
 			q.m.queue.Dec()
 			q.wg.Done()
 		}()
+		if before != nil && !before(ctx) {
+			return
+		}
 		select {
 		case q.sem <- struct{}{}:
 		case <-ctx.Done():

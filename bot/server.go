@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,9 @@ type Bot struct {
 	work   stackWork
 	// executors picks each stack's executor; nil when work is a test's.
 	executors *executorRouter
+	// groups are the merge queue's groups waiting for the group ahead,
+	// by groupKey: a group GitHub destroys stops waiting.
+	groups sync.Map // string -> *waitingGroup
 	// actions, with the executor github-actions, hears of the workflow
 	// runs it follows.
 	actions *ghactions.Executor

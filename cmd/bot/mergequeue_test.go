@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -129,7 +128,8 @@ func (q queue) waitChecked(sha string) githubfake.CheckRun {
 // when the groups land, their merges apply nothing again. A group into
 // another branch than the default is previewed only.
 func TestApplyInQueue(t *testing.T) {
-	w := newWorld(t, withEnv("KUSIONPR_APPLY_IN_QUEUE=Codertocat/Hello-World"))
+	// One slot: a group waiting for the group ahead must not hold it.
+	w := newWorld(t, withEnv("KUSIONPR_APPLY_IN_QUEUE=Codertocat/Hello-World", "KUSIONPR_CONCURRENCY=1"))
 	q := queue{w}
 	const main, first, second = "3000000000000000000000000000000000000000", "3100000000000000000000000000000000000000", "3200000000000000000000000000000000000000"
 	w.gh.SetTree(w.owner, w.repo, main, w.tree)
@@ -138,16 +138,11 @@ func TestApplyInQueue(t *testing.T) {
 	g1 := q.group(first, main, "queue-1", "")
 	g2 := q.group(second, first, "queue-2", "")
 
-	// The second group is delivered first: it waits for the first.
-	var wg sync.WaitGroup
-	for i, ev := range []map[string]any{g2, g1} {
-		wg.Go(func() {
-			if d := githubfake.Deliver(t, w.url+"/webhook", secret, "merge_group", ev); d.Status != http.StatusAccepted {
-				t.Errorf("delivery %d answered %d: %s", i, d.Status, d.Body)
-			}
-		})
-	}
-	wg.Wait()
+	// The second group is delivered first: it waits for the first, which
+	// GitHub's deliveries may well bring later.
+	w.deliverAll("merge_group", []map[string]any{g2})
+	w.waitFor("the second group to wait", func() bool { return strings.Contains(w.logs(), "waiting for the group ahead in the merge queue") })
+	w.deliverAll("merge_group", []map[string]any{g1})
 	for _, sha := range []string{first, second} {
 		if c := q.waitChecked(sha); c.Conclusion != "success" || !strings.Contains(c.Title, "1 stack") {
 			t.Errorf("kusion/preview on %s: %s %q\n%s", sha[:7], c.Conclusion, c.Title, c.Summary)
@@ -168,9 +163,6 @@ func TestApplyInQueue(t *testing.T) {
 	}
 	if got := kubectlGet(t, w.ns); got != "queue-2" {
 		t.Errorf("the cluster holds %q, want the second group's queue-2", got)
-	}
-	if !strings.Contains(w.logs(), "waiting for the group ahead in the merge queue") {
-		t.Error("the second group, delivered first, never waited for the first")
 	}
 
 	// The queue lands both groups: main is the second group's commit, and
@@ -265,5 +257,26 @@ func TestApplyInQueueFailure(t *testing.T) {
 	}
 	if got := kubectlGet(t, w.ns); got != "again" {
 		t.Errorf("the cluster holds %q, want the group made again's value", got)
+	}
+
+	// A group waiting for a group ahead the bot never heard of stops when
+	// GitHub destroys it, with no check and nothing applied.
+	const unheard, orphan = "4400000000000000000000000000000000000000", "4500000000000000000000000000000000000000"
+	w.gh.SetParents(w.owner, w.repo, unheard, again)
+	g5 := q.group(orphan, unheard, "orphan", "")
+	waiting := strings.Count(w.logs(), "waiting for the group ahead")
+	w.deliverAll("merge_group", []map[string]any{g5})
+	w.waitFor("the orphan group to wait", func() bool { return strings.Count(w.logs(), "waiting for the group ahead") > waiting })
+	destroyed := q.group(orphan, unheard, "orphan", "")
+	destroyed["action"], destroyed["reason"] = "destroyed", "invalidated"
+	if d := githubfake.Deliver(t, w.url+"/webhook", secret, "merge_group", destroyed); d.Status != http.StatusAccepted || !strings.Contains(string(d.Body), "accepted") {
+		t.Errorf("merge_group destroyed answered %d: %s", d.Status, d.Body)
+	}
+	w.waitFor("the orphan group to stop", func() bool { return strings.Contains(w.logs(), "left the merge queue while it waited") })
+	if c := q.check(orphan, "kusion/preview"); c.Status != "" {
+		t.Errorf("a destroyed group got kusion/preview: %+v", c)
+	}
+	if got := kubectlGet(t, w.ns); got != "again" {
+		t.Errorf("the cluster holds %q after a destroyed group", got)
 	}
 }
