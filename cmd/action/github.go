@@ -261,7 +261,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		// (kusion/preview is the one branch protection can require) and no
 		// comment, as it belongs to no one pull request.
 		if cmd != workflow.Preview {
-			ga.Errorf("merge_group: command %s: a merge queue's group is previewed (command: preview); applying in the queue is not offered", cmd)
+			ga.Errorf("merge_group: command %s: a merge queue's group is previewed here (command: preview); the bot applies in the queue (KUSIONPR_APPLY_IN_QUEUE), as it can tell its own check of the group ahead from any other", cmd)
 			return 2
 		}
 		g, _ := gctx.Event["merge_group"].(map[string]any)
