@@ -192,3 +192,32 @@ func graphOrder(rs model.Resources) []string {
 	}
 	return idsOf(rs)
 }
+
+// secretData is the template drift is judged on for spec r, whose
+// redacted attributes are attrs: a Kubernetes Secret's stringData is
+// write-only, stored and read back as data, so each key it sets is judged
+// in data too. Without it a Secret written with stringData never showed
+// drift, and the preview took a Secret changed by hand for unchanged.
+func secretData(r model.Resource, attrs map[string]any) map[string]any {
+	sd, ok := attrs["stringData"].(map[string]any)
+	if r.Type != model.Kubernetes || attrs["kind"] != "Secret" || !ok || len(sd) == 0 {
+		return attrs
+	}
+	out := make(map[string]any, len(attrs)+1)
+	for k, v := range attrs {
+		out[k] = v
+	}
+	data := map[string]any{}
+	if d, ok := attrs["data"].(map[string]any); ok {
+		for k, v := range d {
+			data[k] = v
+		}
+	}
+	for k, v := range sd {
+		if _, set := data[k]; !set {
+			data[k] = v
+		}
+	}
+	out["data"] = data
+	return out
+}
