@@ -97,11 +97,15 @@ func (d *StackDrift) Counts() DriftCounts {
 type DriftScan struct {
 	Runner  *Runner
 	Options Options
-	// Root is the checkout the stacks lie in.
+	// Root is the folder the stacks are found in; Options.CheckoutRoot
+	// the checkout it lies in (project.LoadStack).
 	Root string
 	// Dirs are stack folders, relative to Root, to scan; empty: every
 	// stack under Root.
 	Dirs []string
+	// Match, if set, are globs (** for any depth) a stack folder must
+	// match to be scanned, as Selection.Stacks.
+	Match []string
 	// MaxParallel bounds the stacks scanned at once (default 4).
 	MaxParallel int
 }
@@ -124,6 +128,13 @@ func (s *DriftScan) Run(ctx context.Context) ([]*StackDrift, error) {
 	dirs = slices.Clone(dirs)
 	slices.Sort(dirs)
 	dirs = slices.Compact(dirs)
+	if len(s.Match) > 0 {
+		globs, err := compileGlobs(s.Match)
+		if err != nil {
+			return nil, fmt.Errorf("drift scan: %w", err)
+		}
+		dirs = slices.DeleteFunc(dirs, func(d string) bool { return !matchAny(globs, filepath.ToSlash(d)) })
+	}
 	store, _, err := s.Runner.openStore(ctx, s.Options)
 	if err != nil {
 		return nil, fmt.Errorf("drift scan: open the release store: %w", err)
@@ -154,8 +165,7 @@ func (s *DriftScan) Run(ctx context.Context) ([]*StackDrift, error) {
 func (s *DriftScan) stack(ctx context.Context, owned backend.Owned, dir string) *StackDrift {
 	d := &StackDrift{Dir: filepath.ToSlash(dir), Status: ScanFailed}
 	opts := s.Options
-	opts.CheckoutRoot = s.Root
-	st, err := project.LoadStack(s.Root, filepath.Join(s.Root, dir))
+	st, err := project.LoadStack(opts.CheckoutRoot, filepath.Join(s.Root, dir))
 	if err != nil {
 		d.Err = fmt.Errorf("drift scan of %s: %w", d.Dir, err)
 		return d
@@ -192,7 +202,7 @@ func (s *DriftScan) stack(ctx context.Context, owned backend.Owned, dir string) 
 		return d
 	}
 	runtimes, err := s.Runner.Runtimes.Runtimes(ctx, RuntimeTarget{
-		Stack: st, Workspace: d.Workspace, Spec: rel.Spec, CheckoutRoot: s.Root, Logger: opts.Logger,
+		Stack: st, Workspace: d.Workspace, Spec: rel.Spec, CheckoutRoot: opts.CheckoutRoot, Logger: opts.Logger,
 	})
 	if err != nil {
 		d.Err = fmt.Errorf("drift scan of %s: %w", d.Dir, err)
