@@ -1,10 +1,17 @@
 package workflow
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kusionpr/kusionpr/backend"
+	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/model"
 )
 
@@ -58,5 +65,90 @@ func TestRevertTakesSensitiveValuesFromTheCheckout(t *testing.T) {
 				t.Error("the release's spec was changed in place")
 			}
 		})
+	}
+}
+
+// panicRuntimes fails the test if a stack's runtimes are asked for.
+type panicRuntimes struct{ t *testing.T }
+
+func (p panicRuntimes) Runtimes(_ context.Context, t RuntimeTarget) (map[model.ResourceType]engine.Driver, error) {
+	p.t.Errorf("runtimes built for %s: nothing of it should be compared", t.Stack.Path)
+	return nil, errors.New("no runtimes here")
+}
+
+// TestDriftScanSaysWhatItCannotCompare: a stack never applied, one whose
+// release runs, one whose release failed, and one whose folder is broken
+// are reported as such, nothing live is read for them, and the scan
+// writes nothing to the store.
+func TestDriftScanSaysWhatItCannotCompare(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	store := "file://" + filepath.Join(t.TempDir(), "releases")
+	writeFile := func(p, s string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := "resources:\n- id: v1:Namespace:x\n  type: Kubernetes\n  attributes: {apiVersion: v1, kind: Namespace, metadata: {name: x}}\n"
+	for _, p := range []string{"fresh", "running", "failed"} {
+		writeFile(p+"/project.yaml", "name: "+p+"\n")
+		writeFile(p+"/prod/stack.yaml", "name: prod\n")
+		writeFile(p+"/prod/spec.yaml", spec)
+	}
+	writeFile("broken/prod/stack.yaml", "name: prod\n") // no project.yaml above it
+	s, err := backend.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"running", "failed"} {
+		rel := &model.Release{Project: p, Workspace: "default", Stack: "prod", Spec: &model.Spec{}, Phase: model.PhaseApplying}
+		if _, err := s.Begin(ctx, rel); err != nil {
+			t.Fatal(err)
+		}
+		if p == "failed" {
+			rel.Phase, rel.Message = model.PhaseFailed, "apply x: refused"
+			if err := s.Update(ctx, rel); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.Close()
+	listing := func() string {
+		var out []string
+		filepath.WalkDir(strings.TrimPrefix(store, "file://"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(p)
+				out = append(out, p+" "+string(b))
+			}
+			return err
+		})
+		return strings.Join(out, "\n")
+	}
+	before := listing()
+	scan := &DriftScan{Runner: &Runner{Runtimes: panicRuntimes{t}}, Options: Options{Backend: store, CheckoutRoot: root}, Root: root}
+	got, err := scan.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]DriftStatus{"broken/prod": ScanFailed, "failed/prod": ReleaseFailed, "fresh/prod": NeverApplied, "running/prod": ReleaseRunning}
+	for _, st := range got {
+		if want[st.Dir] != st.Status {
+			t.Errorf("%s: %s, want %s (%v)", st.Dir, st.Status, want[st.Dir], st.Err)
+		}
+		if st.Status == ScanFailed && (st.Err == nil || !strings.Contains(st.Err.Error(), "broken/prod")) {
+			t.Errorf("%s: error %v does not name the stack", st.Dir, st.Err)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d stacks scanned, want %d", len(got), len(want))
+	}
+	if AnyDrift(got) {
+		t.Error("drift claimed where nothing was compared")
+	}
+	if listing() != before {
+		t.Error("the scan changed the release store")
 	}
 }
