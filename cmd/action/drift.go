@@ -87,7 +87,18 @@ func driftCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			fmt.Fprintf(stderr, "error: --stack: %v\n", err)
 			return 2
 		}
-		scanRoot, dirs = filepath.Dir(abs), []string{filepath.Base(abs)}
+		// Named from the checkout's root, as a scan of the whole root
+		// names it.
+		scanRoot = repositoryRoot(abs)
+		if scanRoot == "" {
+			scanRoot = filepath.Dir(abs)
+		}
+		rel, err := filepath.Rel(scanRoot, abs)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: --stack: %v\n", err)
+			return 2
+		}
+		dirs = []string{rel}
 	}
 	checkout := repositoryRoot(scanRoot)
 	opts := workflow.Options{

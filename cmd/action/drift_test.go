@@ -227,6 +227,10 @@ func TestDriftScanOnTheCluster(t *testing.T) {
 		t.Errorf("cart's spec changes not applied: %+v", c)
 	}
 
+	if code, stdout, stderr := r.action("drift", "--stack", "apps/blog/prod", "--backend", backendURL); code != 0 || !strings.HasPrefix(stdout, "stack apps/blog/prod (blog-"+r.suffix+"/default): never applied") {
+		t.Errorf("drift --stack of a stack never applied: exit %d\n%s%s", code, stdout, stderr)
+	}
+
 	ns := r.ns("shop")
 	kubectl(t, kc, "scale", "deployment", "web", "-n", ns, "--replicas=3")
 	kubectl(t, kc, "label", "deployment", "web", "-n", ns, "tier=api", "--overwrite")
