@@ -114,15 +114,11 @@ func WriteDrift(w io.Writer, f report.Format, stacks []*StackDrift, issues []Iss
 			}
 		}
 	case report.Markdown:
-		b.WriteString("## Drift\n\n| stack | project/workspace | status | drifted | release |\n|---|---|---|---|---|\n")
+		// A list, not a table: a table cell ends at a pipe even inside a
+		// code span, and a folder may hold one.
+		b.WriteString("## Drift\n\n")
 		for _, st := range stacks {
-			c := st.Counts()
-			rev := ""
-			if st.Release != nil {
-				rev = fmt.Sprint(st.Release.Revision)
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdsafe.Code(st.Dir), mdsafe.Code(st.Project+"/"+st.Workspace),
-				mdsafe.Plain(string(st.Status)), countText(c), rev)
+			fmt.Fprintf(&b, "- %s (%s): %s\n", mdsafe.Code(st.Dir), mdsafe.Code(st.Project+"/"+st.Workspace), mdsafe.Code(driftHeadline(st, true)))
 		}
 		for _, st := range stacks {
 			if st.Status != Drifted && st.Err == nil && st.SpecErr == nil {
