@@ -201,15 +201,16 @@ func countText(c DriftCounts) string {
 	return fmt.Sprintf("%d resource%s (%d field%s)", c.Resources, plural(c.Resources), c.Fields, plural(c.Fields))
 }
 
-// maxTitle keeps a title within what GitHub shows in a list.
-const maxTitle = 200
-
+// driftTitle names the stack within GitHub's 256 characters of a title:
+// each name is cut before it is made code, so no cut breaks a code span.
 func driftTitle(st *StackDrift) string {
-	dir := st.Dir
-	if utf8.RuneCountInString(dir) > maxTitle-60 {
-		dir = string([]rune(dir)[:maxTitle-60]) + "…"
+	cut := func(s string, n int) string {
+		if utf8.RuneCountInString(s) > n {
+			return string([]rune(s)[:n]) + "…"
+		}
+		return s
 	}
-	return fmt.Sprintf("Drift in stack %s (%s)", mdsafe.Code(dir), mdsafe.Code(st.Project+"/"+st.Workspace))
+	return fmt.Sprintf("Drift in stack %s (%s)", mdsafe.Code(cut(st.Dir, 120)), mdsafe.Code(cut(st.Project+"/"+st.Workspace, 60)))
 }
 
 // issueBudget is what an issue body may take, below GitHub's limit with
