@@ -70,6 +70,14 @@ type IssueOutcome struct {
 // error) leaves its issue as it is: nothing is known of its drift. The
 // stacks' errors with GitHub are joined; the others are still published.
 func (d *DriftIssues) Publish(ctx context.Context, stacks []*StackDrift) ([]IssueOutcome, error) {
+	compared := false
+	for _, st := range stacks {
+		compared = compared || st.Status == Drifted || st.Status == InSync || st.Status == SpecNotApplied
+	}
+	if !compared {
+		// No issue could change: GitHub is not asked.
+		return nil, nil
+	}
 	issues, err := d.GitHub.MarkedIssues(ctx, DriftLabel)
 	if err != nil {
 		return nil, fmt.Errorf("drift issues: %w", err)

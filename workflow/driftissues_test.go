@@ -83,9 +83,25 @@ func TestDriftIssueLifecycle(t *testing.T) {
 	firstSeen := time.Time{}
 	for i, sc := range scans {
 		clock = clock.Add(time.Hour)
+		calls := len(gh.Calls())
 		out, err := issues.Publish(ctx, sc.stacks)
 		if err != nil {
 			t.Fatalf("%s: %v", sc.name, err)
+		}
+		// GitHub is asked only what it must be: nothing when no stack was
+		// compared, the list alone when no issue changes.
+		var ops []string
+		for _, c := range gh.Calls()[calls:] {
+			ops = append(ops, c.Operation)
+		}
+		wantOps := map[string]string{
+			"scan failed: left alone": "[]", "the same drift": "[issues/list-for-repo]", "still gone": "[issues/list-for-repo]",
+			"drift found": "[issues/list-for-repo issues/create]", "more drift": "[issues/list-for-repo issues/update]",
+			"drift gone": "[issues/list-for-repo issues/create-comment issues/update]",
+			"drift back": "[issues/list-for-repo issues/update issues/create-comment]",
+		}[sc.name]
+		if wantOps != "" && fmt.Sprint(ops) != wantOps {
+			t.Errorf("%s: requests %v, want %s", sc.name, ops, wantOps)
 		}
 		got := map[string]IssueAction{}
 		for _, o := range out {
