@@ -2,6 +2,7 @@ package githubapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -112,8 +113,4 @@ func (c *Client) EditIssue(ctx context.Context, number int, e IssueEdit) (Issue,
 }
 
 // ErrIssueGone is an issue deleted or transferred away.
-var ErrIssueGone = errIssueGone{}
-
-type errIssueGone struct{}
-
-func (errIssueGone) Error() string { return "the issue is gone (deleted or transferred)" }
+var ErrIssueGone = errors.New("the issue is gone (deleted or transferred)")

@@ -144,6 +144,11 @@ func (d *DriftIssues) drifted(ctx context.Context, st *StackDrift, key string, i
 		return IssueOutcome{Number: is.Number, URL: is.URL, Action: IssueKept}, nil
 	}
 	_, err := d.GitHub.EditIssue(ctx, is.Number, githubapi.IssueEdit{Title: title, Body: body})
+	if errors.Is(err, githubapi.ErrIssueGone) {
+		// Deleted or transferred since it was listed: the stack gets a new one.
+		is, err := d.GitHub.CreateIssue(ctx, title, body, []string{DriftLabel})
+		return IssueOutcome{Number: is.Number, URL: is.URL, Action: IssueOpened}, err
+	}
 	return IssueOutcome{Number: is.Number, URL: is.URL, Action: IssueEdited}, err
 }
 

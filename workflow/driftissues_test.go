@@ -235,3 +235,35 @@ func TestDriftIssueIsSafe(t *testing.T) {
 		t.Errorf("%d issues after the second scan, want 2", n)
 	}
 }
+
+// goneTracker lists an issue that is deleted by the time it is edited.
+type goneTracker struct {
+	listed  githubapi.Issue
+	created []string
+}
+
+func (g *goneTracker) MarkedIssues(context.Context, string) ([]githubapi.Issue, error) {
+	return []githubapi.Issue{g.listed}, nil
+}
+
+func (g *goneTracker) CreateIssue(_ context.Context, title, _ string, _ []string) (githubapi.Issue, error) {
+	g.created = append(g.created, title)
+	return githubapi.Issue{Number: 9, State: "open"}, nil
+}
+
+func (g *goneTracker) EditIssue(_ context.Context, n int, _ githubapi.IssueEdit) (githubapi.Issue, error) {
+	return githubapi.Issue{}, fmt.Errorf("edit issue #%d: %w", n, githubapi.ErrIssueGone)
+}
+
+func (g *goneTracker) Reply(context.Context, int, string) error { return nil }
+
+// TestDriftIssueDeletedMeanwhile: an issue deleted between the list and
+// the edit is opened again, not an error of the scan.
+func TestDriftIssueDeletedMeanwhile(t *testing.T) {
+	st := driftOf("apps/shop/prod", Drifted, map[string][]engine.FieldChange{"v1:ConfigMap:shop:cfg": replicas(1, 2)})
+	g := &goneTracker{listed: githubapi.Issue{Number: 5, State: "open", Body: "old", Key: githubapiKey(driftKey(st))}}
+	out, err := (&DriftIssues{GitHub: g}).Publish(context.Background(), []*StackDrift{st})
+	if err != nil || len(out) != 1 || out[0].Action != IssueOpened || out[0].Number != 9 || len(g.created) != 1 {
+		t.Errorf("outcome %+v, %v; created %v: want a new issue", out, err, g.created)
+	}
+}

@@ -21,16 +21,14 @@ type issue struct {
 
 // Issue is an issue as GitHub keeps it (not a pull request).
 type Issue struct {
-	Number              int
-	Title, Body, User   string
-	State, StateReason  string
-	Labels              []string
-	ClosedBy            string
-	HTMLURL             string
-	Created, Updated    time.Time
-	ClosedAt            time.Time
-	NumberOfEdits       int // updates the issue had
-	NumberOfStateChange int // of them, changes of state
+	Number             int
+	Title, Body, User  string
+	State, StateReason string
+	Labels             []string
+	ClosedBy           string
+	HTMLURL            string
+	Created, Updated   time.Time
+	ClosedAt           time.Time
 }
 
 // issueHandler answers the issue operations.
@@ -243,7 +241,6 @@ func (s *Server) updateIssue(rq *request) response {
 	now := time.Now()
 	if st := str(rq.body["state"]); st != "" && st != is.State {
 		is.State = st
-		is.NumberOfStateChange++
 		if st == "closed" {
 			is.closed, is.ClosedAt, is.ClosedBy = now, now, rq.user
 		}
@@ -253,7 +250,6 @@ func (s *Server) updateIssue(rq *request) response {
 		is.StateReason = r
 	}
 	is.updated, is.Updated = now, now
-	is.NumberOfEdits++
 	return response{status: http.StatusOK, body: s.issueJSON(is)}
 }
 
