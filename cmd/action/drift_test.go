@@ -337,3 +337,64 @@ func TestDriftScanOnTheCluster(t *testing.T) {
 		t.Errorf("the scans after the revert changed the release store")
 	}
 }
+
+// TestDriftOfTerraformResources: Terraform resources are scanned as the
+// Kubernetes ones are, by a refresh of what the release recorded: a file
+// edited by hand (which the local provider reports gone) and a sensitive
+// one are drifted, no value of the sensitive one shows, and the scan
+// writes no release.
+func TestDriftOfTerraformResources(t *testing.T) {
+	kc := testenv.Kubeconfig(t)
+	binaries := testenv.TerraformBinaries(t)
+	t.Setenv("KUBECONFIG", kc)
+	for _, bin := range binaries {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			f := newMixedFixture(t)
+			store := filepath.Join(t.TempDir(), "releases")
+			c := &cli{t: t, kubeconfig: kc, backend: "file://" + store,
+				extra: []string{"--terraform-binary", bin, "--terraform-cache", filepath.Join(t.TempDir(), "terraform-cache")}}
+			t.Cleanup(func() {
+				exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", f.ns, "--ignore-not-found", "--wait=false").Run()
+			})
+			if _, errOut, code := c.run("apply", "--stack", f.stackDir, "--yes"); code != 0 {
+				t.Fatalf("apply exited %d: %s", code, errOut)
+			}
+			r := &driftRepo{t: t, store: store}
+			stored := r.storeDigest()
+			scan := func(wantCode int) scanJSON {
+				t.Helper()
+				out, errOut, code := c.run("drift", "--stack", f.stackDir, "-o", "json")
+				if code != wantCode {
+					t.Fatalf("drift exited %d, want %d\n%s\n%s", code, wantCode, out, errOut)
+				}
+				if strings.Contains(out+errOut, f.secret) || strings.Contains(out+errOut, "edited-secret") {
+					t.Errorf("a sensitive value is shown:\n%s\n%s", out, errOut)
+				}
+				var s scanJSON
+				if err := json.Unmarshal([]byte(out), &s); err != nil {
+					t.Fatalf("drift -o json: %v\n%s", err, out)
+				}
+				return s
+			}
+			if s := scan(0); len(s.Stacks) != 1 || s.Stacks[0].Status != "in-sync" {
+				t.Fatalf("scan after the apply: %+v", s)
+			}
+			write(t, filepath.Join(f.files, "note.txt"), "edited by hand\n")
+			write(t, filepath.Join(f.files, "secret.txt"), "edited-secret-"+f.secret)
+			s := scan(exitDrift)
+			var drifted []string
+			for id, step := range s.Stacks[0].ChangeSteps {
+				if len(step.Drift) > 0 {
+					drifted = append(drifted, id)
+				}
+			}
+			slices.Sort(drifted)
+			if want := []string{noteID, secretID}; !slices.Equal(drifted, want) {
+				t.Errorf("drifted %v, want %v", drifted, want)
+			}
+			if r.storeDigest() != stored {
+				t.Errorf("the scans changed the release store")
+			}
+		})
+	}
+}
