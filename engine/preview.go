@@ -444,7 +444,7 @@ func (e *Engine) prefetch(ctx context.Context, rs model.Resources) {
 func (e *Engine) drift(prior, priorSpec, cur *model.Resource) ([]FieldChange, error) {
 	template := any(prior.Attributes)
 	if priorSpec != nil {
-		template = model.Redact(*priorSpec).Attributes
+		template = secretData(*priorSpec, model.Redact(*priorSpec).Attributes)
 	}
 	was, _ := Project(model.Redact(*prior).Attributes, template).(map[string]any)
 	now, _ := Project(cur.Attributes, template).(map[string]any)

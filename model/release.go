@@ -50,9 +50,12 @@ type Release struct {
 
 // Origin identifies the run that holds or held a release.
 type Origin struct {
-	User      string    `json:"user,omitempty" yaml:"user,omitempty"`
-	Host      string    `json:"host,omitempty" yaml:"host,omitempty"`
-	Command   string    `json:"command,omitempty" yaml:"command,omitempty"`
+	User    string `json:"user,omitempty" yaml:"user,omitempty"`
+	Host    string `json:"host,omitempty" yaml:"host,omitempty"`
+	Command string `json:"command,omitempty" yaml:"command,omitempty"`
+	// Reason says why the run was started when its command alone does not
+	// (an apply that reverts drift, and who asked for it).
+	Reason    string    `json:"reason,omitempty" yaml:"reason,omitempty"`
 	Heartbeat time.Time `json:"heartbeat,omitempty" yaml:"heartbeat,omitempty"`
 	// PullRequest, SHA and Actor are set when the run came from GitHub.
 	PullRequest int    `json:"pullRequest,omitempty" yaml:"pullRequest,omitempty"`

@@ -108,7 +108,12 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	case command == "":
 		command = "apply"
 	}
-	cmd, err := workflow.ParseCommand(command)
+	parsed := command
+	if command == "drift" {
+		// A scan reads as a preview does; it runs below, apart from a change.
+		parsed = string(workflow.Preview)
+	}
+	cmd, err := workflow.ParseCommand(parsed)
 	if err != nil {
 		ga.Errorf("input command: %v", err)
 		return 2
@@ -198,6 +203,14 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		return 2
 	}
 	maxParallel, _ := strconv.Atoi(in("max-parallel"))
+	if command == "drift" {
+		if forkOffline {
+			ga.Errorf("command drift: a fork's pull request gets no credentials; scan on schedule or workflow_dispatch")
+			return 2
+		}
+		scan := &workflow.DriftScan{Runner: &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, Options: opts, Root: root, MaxParallel: maxParallel}
+		return runDriftGitHub(ctx, ga, gctx, gh, scan, in, red.String, log)
+	}
 	if raw := in("request"); raw != "" {
 		return runRequest(ctx, ga, gctx, raw, &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, opts, workspace, log)
 	}

@@ -5,6 +5,7 @@
 //	action preview|apply|destroy --stack DIR [--workspace NAME] [--backend URL]
 //	       [-o json|markdown|text] [--yes] [--dry-run]
 //	action unlock --stack DIR --reason TEXT
+//	action drift [--root DIR | --stack DIR] [-o json|markdown|text]
 //	action help, action COMMAND --help
 //
 // generate prints the stack's Spec; the others print the preview and, for
@@ -70,6 +71,8 @@ commands:
   destroy   preview the deletion, ask (or --yes), delete the stack's
             resources and record a release
   generate  print the stack's Spec (generated from main.yaml, or spec.yaml)
+  drift     compare every stack under a root with its latest release, reading
+            only; exit code 2 when some stack drifted
   unlock    end a release left running (its runner died), recording why
   execute   run one request of the bot's as its worker (a Kubernetes Job)
   help      this text; "action COMMAND --help" lists a command's flags
@@ -85,6 +88,7 @@ var commandUsage = map[string]string{
 	"destroy":  "usage: action destroy --stack DIR [flags]\n\nPreviews the deletion, asks (unless --yes), deletes every resource of the\nstack's latest release and records a release in the --backend store.\n",
 	"generate": "usage: action generate --stack DIR [--workspace NAME] [-o FILE] [--format yaml|json]\n\nPrints the stack's Spec, as kusion generate does: the one generated from\nmain.yaml with the stack's workspace, or its spec.yaml.\n",
 	"execute":  "usage: action execute --request JSON [--backend URL] [flags]\n\nRuns one stack's request as a worker away from the bot (a Kubernetes Job):\nunpacks the checkout the bot left in the --backend store, runs the request's\ncommand on its stack and leaves the result there for the bot to report. The\nexit code is 1 when the stack failed.\n",
+	"drift":    "usage: action drift [--root DIR | --stack DIR] [flags]\n\nCompares the live objects of every stack under --root (or of --stack) with the\nstack's latest release: what changed outside of a release (drift), and whether\nthe checkout's spec differs from that release. Reads only: writes no release,\ntakes no lock. The exit code is 2 when some stack drifted, 1 when some stack\ncould not be scanned, 0 otherwise.\n",
 	"unlock":   "usage: action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]\n\nEnds a release left running (its runner died) by hand, recording who and\nwhy, as kusion release unlock does.\n",
 }
 
@@ -131,6 +135,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return unlock(ctx, args[1:], stdout, stderr)
 	case "generate":
 		return generateSpec(ctx, args[1:], stdout, stderr)
+	case "drift":
+		return driftCommand(ctx, args[1:], stdout, stderr)
 	}
 	execute := args[0] == "execute"
 	cmd, err := workflow.ParseCommand(args[0])

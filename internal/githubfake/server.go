@@ -385,6 +385,9 @@ func (s *Server) answer(rq *request) response {
 	if h := handler(rq.op.id); h != nil {
 		return h(s, rq)
 	}
+	if h := issueHandler(rq.op.id); h != nil {
+		return h(s, rq)
+	}
 	status := rq.op.successStatus()
 	code, _ := strconv.Atoi(status)
 	if code == 0 {

@@ -24,6 +24,7 @@ type state struct {
 	files       map[string][]PullFile
 	commitPulls map[string][]int // by repo@sha
 	comments    []*comment       // in creation order
+	issues      []*issue         // in creation order
 	checkRuns   []*checkRun
 	deployments []*deployment
 	statuses    []*status
