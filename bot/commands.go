@@ -148,6 +148,11 @@ func (b *Bot) handle(ctx context.Context, j job) {
 		}
 	}
 	handle, ok := b.handlers()[j.command.Verb]
+	if j.driftIssue && j.command.Verb != chatops.Help && j.command.Verb != chatops.Apply {
+		// An issue has no head to preview or unlock from.
+		c.refuse(ctx, "on a drift issue, `/kusion apply` applies the stack's latest release again; the other commands are for pull requests")
+		return
+	}
 	if !ok {
 		c.refuse(ctx, "the bot has no such command")
 		return
@@ -181,8 +186,12 @@ func (b *Bot) preview(ctx context.Context, c *command) {
 // (approval, mergeability, green checks) at a head that does not move
 // while it is checked out; after the merge, the merge is the authority.
 func (b *Bot) apply(ctx context.Context, c *command) {
-	if c.j.queueBase != "" {
+	switch {
+	case c.j.queueBase != "":
 		b.applyGroup(ctx, c)
+		return
+	case c.j.driftIssue:
+		b.revertDrift(ctx, c)
 		return
 	}
 	if !c.j.afterMerge && !b.canWrite(ctx, c) {

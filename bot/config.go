@@ -165,6 +165,15 @@ type Config struct {
 	// ahead of it (KUSIONPR_QUEUE_WAIT, default 1h).
 	ApplyInQueue []string      `json:"applyInQueue"`
 	QueueWait    time.Duration `json:"queueWait"`
+	// DriftEvery is how often the stacks of each repository in
+	// DriftRepositories are scanned for drift (KUSIONPR_DRIFT_EVERY,
+	// default 0: never), give or take DriftJitter (KUSIONPR_DRIFT_JITTER,
+	// default a tenth of it), by one replica at a time; DriftRepositories
+	// are owner/name or * (KUSIONPR_DRIFT_REPOSITORIES, comma-separated,
+	// default *).
+	DriftEvery        time.Duration `json:"driftEvery"`
+	DriftJitter       time.Duration `json:"driftJitter"`
+	DriftRepositories []string      `json:"driftRepositories"`
 
 	specAllow kubernetes.Allowance
 }
@@ -279,6 +288,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	dur("KUSIONPR_RATE_LIMIT_WAIT", &c.RateLimitWait)
 	dur("KUSIONPR_RECOVER_WINDOW", &c.RecoverWindow)
 	dur("KUSIONPR_QUEUE_WAIT", &c.QueueWait)
+	dur("KUSIONPR_DRIFT_EVERY", &c.DriftEvery)
+	dur("KUSIONPR_DRIFT_JITTER", &c.DriftJitter)
+	strs("KUSIONPR_DRIFT_REPOSITORIES", &c.DriftRepositories)
 	num("KUSIONPR_MAX_UNVERIFIED_BYTES", func(n int64) { c.MaxUnverifiedBytes = n })
 	num("KUSIONPR_MAX_CHECKOUT_BYTES", func(n int64) { c.MaxCheckoutBytes = n })
 	num("KUSIONPR_MAX_CHECKOUT_FILES", func(n int64) { c.MaxCheckoutFiles = n })
@@ -339,6 +351,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			errs = append(errs, fmt.Errorf("KUSIONPR_APPLY_IN_QUEUE: %q is not a repository (owner/name) or *", r))
 		}
 	}
+	errs = append(errs, c.checkDrift()...)
 	switch c.Comment {
 	case "always", "on-change", "combined", "never":
 	default:
@@ -399,6 +412,53 @@ func (c *Config) runtimes() runtimes.Factory {
 	}
 }
 
+// checkDrift checks the drift schedule and fills in its defaults.
+func (c *Config) checkDrift() []error {
+	var errs []error
+	if c.DriftEvery < 0 || c.DriftJitter < 0 {
+		errs = append(errs, fmt.Errorf("KUSIONPR_DRIFT_EVERY and KUSIONPR_DRIFT_JITTER: %s and %s: want durations such as 6h and 30m, or 0", c.DriftEvery, c.DriftJitter))
+	}
+	for _, r := range c.DriftRepositories {
+		if r != "*" && strings.Count(r, "/") != 1 {
+			errs = append(errs, fmt.Errorf("KUSIONPR_DRIFT_REPOSITORIES: %q is not a repository (owner/name) or *", r))
+		}
+	}
+	if c.DriftEvery <= 0 {
+		return errs
+	}
+	if c.DriftJitter == 0 {
+		c.DriftJitter = c.DriftEvery / 10
+	}
+	if c.DriftJitter >= c.DriftEvery {
+		errs = append(errs, fmt.Errorf("KUSIONPR_DRIFT_JITTER: %s is not shorter than KUSIONPR_DRIFT_EVERY (%s)", c.DriftJitter, c.DriftEvery))
+	}
+	if len(c.DriftRepositories) == 0 {
+		c.DriftRepositories = []string{"*"}
+	}
+	if c.Executor != "" && c.Executor != "in-process" {
+		// The scan reads every stack's live objects: with the stacks run
+		// away from the bot, the bot has no credentials to read them.
+		errs = append(errs, fmt.Errorf("KUSIONPR_DRIFT_EVERY: the bot scans for drift in its own process, and KUSIONPR_EXECUTOR=%s runs stacks away from it, with credentials the bot does not hold; scan with the action's scheduled drift workflow instead (.github/workflow-examples/kusion-drift.yml)", c.Executor))
+	}
+	if c.Backend == "" {
+		errs = append(errs, errors.New("KUSIONPR_DRIFT_EVERY: a drift scan compares with the releases, and the bot has no release store (KUSIONPR_BACKEND)"))
+	}
+	return errs
+}
+
+// scansDrift reports whether the repository's stacks are scanned for drift.
+func (c *Config) scansDrift(fullName string) bool {
+	if c.DriftEvery <= 0 {
+		return false
+	}
+	for _, r := range c.DriftRepositories {
+		if r == "*" || strings.EqualFold(r, fullName) {
+			return true
+		}
+	}
+	return false
+}
+
 // appliesInQueue reports whether the repository's merge queue groups are
 // applied in the queue (ApplyInQueue).
 func (c *Config) appliesInQueue(fullName string) bool {
@@ -436,6 +496,8 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		RateLimitWait   *string `json:"rateLimitWait"`
 		RecoverWindow   *string `json:"recoverWindow"`
 		QueueWait       *string `json:"queueWait"`
+		DriftEvery      *string `json:"driftEvery"`
+		DriftJitter     *string `json:"driftJitter"`
 	}{plain: (*plain)(c)}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -455,6 +517,8 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		{"rateLimitWait", aux.RateLimitWait, &c.RateLimitWait},
 		{"recoverWindow", aux.RecoverWindow, &c.RecoverWindow},
 		{"queueWait", aux.QueueWait, &c.QueueWait},
+		{"driftEvery", aux.DriftEvery, &c.DriftEvery},
+		{"driftJitter", aux.DriftJitter, &c.DriftJitter},
 	} {
 		if d.v == nil {
 			continue

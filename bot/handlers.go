@@ -26,6 +26,9 @@ type event struct {
 	Issue *struct {
 		Number      int       `json:"number"`
 		PullRequest *struct{} `json:"pull_request"`
+		Labels      []struct {
+			Name string `json:"name"`
+		} `json:"labels"`
 	} `json:"issue"`
 	Comment *struct {
 		ID   int64  `json:"id"`
@@ -68,6 +71,17 @@ type event struct {
 	Sender user   `json:"sender"`
 }
 
+// driftIssue says whether the comment is on an issue labelled as a drift
+// issue (the bot checks it is one of its own before acting on it).
+func (ev *event) driftIssue() bool {
+	for _, l := range ev.Issue.Labels {
+		if l.Name == workflow.DriftLabel {
+			return true
+		}
+	}
+	return false
+}
+
 type user struct {
 	Login string `json:"login"`
 	Type  string `json:"type"`
@@ -94,6 +108,8 @@ type job struct {
 	// sha) was made on, the base branch's or the group ahead's;
 	// queueBranch is the branch it lands on.
 	queueBase, queueBranch string
+	// driftIssue: the command came on a drift issue, not a pull request.
+	driftIssue bool
 	// mergedAt is when the merge applied happened; recovering marks the
 	// applies Recover queued.
 	mergedAt   time.Time
@@ -183,7 +199,7 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 			return "", fmt.Errorf("check_run payload: head_sha must be a commit")
 		}
 		j.number, j.command, j.actor, j.pressedAt = cr.PullRequests[0].Number, cmd, ev.Sender.Login, cr.HeadSHA
-	case d.Event == "issue_comment" && ev.Action == "created" && ev.Issue != nil && ev.Issue.PullRequest != nil && ev.Comment != nil:
+	case d.Event == "issue_comment" && ev.Action == "created" && ev.Issue != nil && ev.Comment != nil && (ev.Issue.PullRequest != nil || ev.driftIssue()):
 		if ev.Comment.User.Type == "Bot" || strings.HasSuffix(ev.Comment.User.Login, "[bot]") {
 			return "ignored", nil
 		}
@@ -192,6 +208,7 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 			return "ignored", nil
 		}
 		j.number, j.command, j.commentID, j.actor = ev.Issue.Number, cmd, ev.Comment.ID, ev.Comment.User.Login
+		j.driftIssue = ev.Issue.PullRequest == nil
 		// One command per comment, whatever delivery brought it: a
 		// signed body replayed under a fresh delivery id is the same
 		// comment. The id is GitHub's, so the key is fixed in size.
@@ -278,6 +295,8 @@ func commandName(j job) string {
 		return "merge queue"
 	case j.pressedAt != "":
 		return "Apply button"
+	case j.driftIssue:
+		return "/kusion " + string(j.command.Verb) + " on a drift issue"
 	}
 	return "/kusion " + string(j.command.Verb)
 }

@@ -31,6 +31,13 @@ type metrics struct {
 	results    *prometheus.CounterVec
 	toStart    *prometheus.HistogramVec
 	toEnd      *prometheus.HistogramVec
+
+	// Drift scans: resources drifted per stack as of the last scan, how
+	// long scans take, when the last ended, and how many ran.
+	driftResources *prometheus.GaugeVec
+	driftDuration  prometheus.Histogram
+	driftLast      prometheus.Gauge
+	driftScans     *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -60,8 +67,17 @@ func newMetrics() *metrics {
 		Help: "Time from handing a stack run to the executor to its start where it runs.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"executor"})
 	m.toEnd = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kusionpr_executor_run_seconds",
 		Help: "Time from handing a stack run to the executor to its result.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 14)}, []string{"executor"})
+	m.driftResources = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kusionpr_drift_resources",
+		Help: "Resources of the stack changed outside of a release, as of the last drift scan."}, []string{"repository", "stack"})
+	m.driftDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kusionpr_drift_scan_duration_seconds",
+		Help: "How long a repository's drift scan took.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 14)})
+	m.driftLast = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kusionpr_drift_last_scan_timestamp_seconds",
+		Help: "When this replica's last drift scan ended, in Unix seconds."})
+	m.driftScans = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kusionpr_drift_scans_total",
+		Help: "Drift scans this replica ran, by result."}, []string{"result"})
 	m.reg.MustRegister(m.webhooks, m.runs, m.durations, m.queue, m.apiCalls, m.rateLeft, m.rateWait,
-		m.dispatched, m.inFlight, m.results, m.toStart, m.toEnd)
+		m.dispatched, m.inFlight, m.results, m.toStart, m.toEnd,
+		m.driftResources, m.driftDuration, m.driftLast, m.driftScans)
 	return m
 }
 

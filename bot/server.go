@@ -49,6 +49,8 @@ type Bot struct {
 	work   stackWork
 	// executors picks each stack's executor; nil when work is a test's.
 	executors *executorRouter
+	// runner runs drift scans and reverts, in this process.
+	runner *workflow.Runner
 	// groups are the merge queue's groups waiting for the group ahead,
 	// by groupKey: a group GitHub destroys stops waiting.
 	groups sync.Map // string -> *waitingGroup
@@ -85,7 +87,7 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.login, b.work, b.executors, b.actions = b.app.Login, workflowWork{runner: runner, stacks: stacks}, stacks, stacks.actions
+	b.login, b.work, b.executors, b.actions, b.runner = b.app.Login, workflowWork{runner: runner, stacks: stacks}, stacks, stacks.actions, runner
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)
 	b.budget = webhook.NewBudget(cfg.MaxUnverifiedBytes, budgetWait)
 	b.ready.Store(true)

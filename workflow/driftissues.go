@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -183,6 +185,31 @@ func driftKey(st *StackDrift) string {
 		mdsafe.CommentValue(st.Project), mdsafe.CommentValue(st.Workspace), mdsafe.CommentValue(st.Dir))
 }
 
+// releaseLine names, in the issue, the release the drift was measured
+// against: the one a revert from the issue applies again.
+var releaseLine = regexp.MustCompile(`(?m)^<!-- kusionpr:drift-release ([0-9]{1,19}) -->$`)
+
+// DriftIssueStack is the stack folder of a drift issue of ours (its
+// marker's) and the release its drift was measured against, for a revert
+// from the issue.
+func DriftIssueStack(is githubapi.Issue) (dir string, revision uint64, err error) {
+	fields := strings.Fields(is.Key)
+	if len(fields) != 4 || fields[0] != "drift" || !strings.HasPrefix(fields[3], "stack=") {
+		return "", 0, fmt.Errorf("issue #%d is not a drift issue of this bot", is.Number)
+	}
+	if dir, err = url.PathUnescape(strings.TrimPrefix(fields[3], "stack=")); err != nil || dir == "" {
+		return "", 0, fmt.Errorf("issue #%d: its stack cannot be read", is.Number)
+	}
+	m := releaseLine.FindStringSubmatch(is.Body)
+	if m == nil {
+		return "", 0, fmt.Errorf("issue #%d does not say which release its drift was measured against", is.Number)
+	}
+	if revision, err = strconv.ParseUint(m[1], 10, 64); err != nil {
+		return "", 0, fmt.Errorf("issue #%d: release %s: %w", is.Number, m[1], err)
+	}
+	return dir, revision, nil
+}
+
 // githubapiKey is key as githubapi reads it back from a marker.
 func githubapiKey(key string) string { return mdsafe.CommentText(key) }
 
@@ -243,6 +270,7 @@ func DriftIssueBody(st *StackDrift, key string, now time.Time, runURL string) st
 		since = now
 	}
 	fmt.Fprintf(&b, "<!-- kusionpr:drift-since %s -->\n", stamp(since))
+	fmt.Fprintf(&b, "<!-- kusionpr:drift-release %d -->\n", st.Release.Revision)
 	fmt.Fprintf(&b, "## Drift in stack %s\n\n", mdsafe.Code(st.Dir))
 	c := st.Counts()
 	rel := st.Release

@@ -267,3 +267,27 @@ func TestDriftIssueDeletedMeanwhile(t *testing.T) {
 		t.Errorf("outcome %+v, %v; created %v: want a new issue", out, err, g.created)
 	}
 }
+
+// TestDriftIssueStack: the issue names the stack and the release its
+// drift was measured against, whatever the folder's name; an issue that
+// is not a drift issue, or does not say its release, names none.
+func TestDriftIssueStack(t *testing.T) {
+	for _, dir := range []string{"apps/shop/prod", "apps/we b/--> <x>", "a+b/%41"} {
+		st := driftOf(dir, Drifted, map[string][]engine.FieldChange{"v1:ConfigMap:shop:cfg": replicas(1, 2)})
+		key := driftKey(st)
+		is := githubapi.Issue{Number: 7, Key: githubapiKey(key), Body: DriftIssueBody(st, key, time.Now(), "")}
+		got, rev, err := DriftIssueStack(is)
+		if err != nil || got != dir || rev != 3 {
+			t.Errorf("%q: %q, release %d, %v; want the folder and release 3", dir, got, rev, err)
+		}
+	}
+	for name, is := range map[string]githubapi.Issue{
+		"another marker":    {Number: 8, Key: "preview stack=apps/x workspace=default", Body: "<!-- kusionpr:drift-release 3 -->"},
+		"no release line":   {Number: 9, Key: "drift project=shop workspace=prod stack=apps/x", Body: "x"},
+		"a stack of spaces": {Number: 10, Key: "drift project=shop workspace=prod stack=", Body: "<!-- kusionpr:drift-release 3 -->"},
+	} {
+		if dir, _, err := DriftIssueStack(is); err == nil {
+			t.Errorf("%s: named stack %q", name, dir)
+		}
+	}
+}

@@ -115,6 +115,8 @@ func run(getenv func(string) string, stderr *os.File) int {
 		}
 		log.Info("recovery queued the merges whose apply may be missing", "queued", n, "window", cfg.RecoverWindow.String())
 	}()
+	// Scans only read: stopping cuts one short, and its lease lapses.
+	go b.ScheduleDrift(ctx)
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Error("serve", "error", err)
 		return 1
