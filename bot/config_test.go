@@ -132,6 +132,16 @@ func TestLoadConfig(t *testing.T) {
 		{"apply in every repository's queue", with("KUSIONPR_APPLY_IN_QUEUE", "*"), func(c *Config) bool { return c.appliesInQueue("any/one") }, ""},
 		{"no apply in the queue by default", with("KUSIONPR_COMMENT", "always"), func(c *Config) bool { return !c.appliesInQueue("o/a") }, ""},
 		{"apply in the queue of an owner", with("KUSIONPR_APPLY_IN_QUEUE", "octo"), nil, `KUSIONPR_APPLY_IN_QUEUE: "octo" is not a repository (owner/name) or *`},
+		{"a drift schedule", with("KUSIONPR_DRIFT_EVERY", "6h", "KUSIONPR_BACKEND", "mem://"), func(c *Config) bool {
+			return c.DriftJitter == 36*time.Minute && c.scansDrift("any/one")
+		}, ""},
+		{"a drift schedule of some repositories", with("KUSIONPR_DRIFT_EVERY", "1h", "KUSIONPR_DRIFT_JITTER", "5m", "KUSIONPR_DRIFT_REPOSITORIES", "o/a", "KUSIONPR_BACKEND", "mem://"), func(c *Config) bool {
+			return c.DriftJitter == 5*time.Minute && c.scansDrift("O/A") && !c.scansDrift("o/b")
+		}, ""},
+		{"no drift schedule by default", with("KUSIONPR_DRIFT_REPOSITORIES", "o/a"), func(c *Config) bool { return !c.scansDrift("o/a") }, ""},
+		{"a drift schedule without a store", with("KUSIONPR_DRIFT_EVERY", "6h"), nil, "KUSIONPR_DRIFT_EVERY: a drift scan compares with the releases, and the bot has no release store (KUSIONPR_BACKEND)"},
+		{"a drift jitter as long as the schedule", with("KUSIONPR_DRIFT_EVERY", "1h", "KUSIONPR_DRIFT_JITTER", "1h", "KUSIONPR_BACKEND", "mem://"), nil, "KUSIONPR_DRIFT_JITTER: 1h0m0s is not shorter than KUSIONPR_DRIFT_EVERY (1h0m0s)"},
+		{"a drift schedule with stacks run away", with("KUSIONPR_DRIFT_EVERY", "1h", "KUSIONPR_BACKEND", "mem://", "KUSIONPR_EXECUTOR", "github-actions"), nil, "the bot scans for drift in its own process, and KUSIONPR_EXECUTOR=github-actions runs stacks away from it"},
 		{"a queue wait", with("KUSIONPR_QUEUE_WAIT", "20m"), func(c *Config) bool { return c.QueueWait == 20*time.Minute }, ""},
 		{"a queue wait of zero", with("KUSIONPR_QUEUE_WAIT", "0s"), nil, "KUSIONPR_QUEUE_WAIT: 0s is not a positive duration"},
 		{"a rate-limit wait", with("KUSIONPR_RATE_LIMIT_WAIT", "10m"), func(c *Config) bool { return c.RateLimitWait == 10*time.Minute }, ""},
