@@ -156,6 +156,17 @@ func TestDriftSchedule(t *testing.T) {
 	if got := kubectl("get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"); got != "3" {
 		t.Errorf("a reader's /kusion apply changed the cluster: replicas %s", got)
 	}
+	// A stranger's copy of the issue, marker and label included, is not
+	// the bot's: a writer's command on it is refused.
+	forged := w.gh.OpenIssue(w.owner, w.repo, "mallory", is.Title, is.Body, []string{workflow.DriftLabel})
+	real := is
+	is = forged
+	w.deliverAll("issue_comment", []map[string]any{comment("writer", "/kusion apply")})
+	w.waitFor("the refusal on the stranger's issue", func() bool { return w.commentsContaining(forged.Number, "not a drift issue the bot opened") == 1 })
+	if got := kubectl("get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"); got != "3" {
+		t.Errorf("a command on a stranger's issue changed the cluster: replicas %s", got)
+	}
+	is = real
 	w.deliverAll("issue_comment", []map[string]any{comment("writer", "/kusion apply")})
 	w.waitFor("the revert's answer", func() bool { return w.commentsContaining(is.Number, "reverted the drift") == 1 })
 	if got := kubectl("get", "deployment", "web", "-o", "jsonpath={.spec.replicas} {.metadata.labels.tier}"); got != "2 web" {
@@ -168,8 +179,8 @@ func TestDriftSchedule(t *testing.T) {
 		t.Errorf("the Secret after the revert: %q", got)
 	}
 	w.waitFor("the issue closed", func() bool { return w.gh.Issues(w.owner, w.repo)[0].State == "closed" })
-	if n := len(w.gh.Issues(w.owner, w.repo)); n != 1 {
-		t.Errorf("%d issues after the revert", n)
+	if n := len(w.gh.Issues(w.owner, w.repo)); n != 2 {
+		t.Errorf("%d issues after the revert, want the bot's and the stranger's", n)
 	}
 
 	// Scans, by either bot, never overlap: each held the next generation
