@@ -66,9 +66,10 @@ type row struct {
 // rows are the scenarios of issue "Benchmarks", in the order they are read.
 func rows() []row {
 	const (
-		kube = "preview 1,000 Kubernetes objects in 10 namespaces, 10% changed"
-		kapp = "apply the same 1,000 from empty"
-		jobs = "50 merges over 20 stacks as Kubernetes Jobs, two bots (a fifth delivered to both): from hand-over to the Job made"
+		kube  = "preview 1,000 Kubernetes objects in 10 namespaces, 10% changed"
+		kapp  = "apply the same 1,000 from empty"
+		jobs  = "50 merges over 20 stacks as Kubernetes Jobs, two bots (a fifth delivered to both): from hand-over to the Job made"
+		drift = "drift scan of 100 applied stacks of 20 objects each, 5 changed by hand"
 	)
 	return []row{
 		{Scenario: kube, Benchmark: "BenchmarkPreviewKubernetes", Ours: "ours-s", Reference: "kubectl-s", RefName: "kubectl diff --server-side", Unit: "s", target: target{"faster", 5}},
@@ -88,6 +89,9 @@ func rows() []row {
 		{Scenario: "… Jobs made for the 60 deliveries of the 50 merges", Benchmark: "BenchmarkJobDispatch", Ours: "jobs", Unit: "Jobs", target: target{"equal", 50}},
 		{Scenario: "… the bots' CPU per merge, merges 11 to 50", Benchmark: "BenchmarkJobDispatch", Ours: "cpu-ms-rest", Reference: "cpu-ms-first", RefName: "merges 1 to 10", Unit: "ms", target: target{"within", 1.3}},
 		{Scenario: "… their live heap after 50 merges", Benchmark: "BenchmarkJobDispatch", Ours: "heap-MB-rest", Reference: "heap-MB-first", RefName: "after 10; the Jobs stay cached until their TTL", Unit: "MB", target: target{"within", 1.5}},
+		{Scenario: drift, Benchmark: "BenchmarkDriftScan", Ours: "ours-s", Reference: "kubectl-s", RefName: "kubectl get of every object of the three kinds: the least any scan reads", Unit: "s"},
+		{Scenario: "… GitHub requests of the first scan keeping the issues (5 opened)", Benchmark: "BenchmarkDriftScan", Ours: "requests-first", Unit: "requests", target: target{"equal", 6}},
+		{Scenario: "… of the next scan (nothing new to say)", Benchmark: "BenchmarkDriftScan", Ours: "requests-again", Unit: "requests", target: target{"equal", 1}},
 		{Scenario: "latest revision among 1,000 releases on MinIO", Benchmark: "BenchmarkLatestRelease", Ours: "requests@1000", Reference: "requests@10", RefName: "the same among 10 releases", Unit: "requests", target: target{"same", 0}},
 	}
 }
