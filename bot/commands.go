@@ -268,14 +268,7 @@ func (b *Bot) checkout(ctx context.Context, c *command, gated bool) bool {
 			}
 		}
 	}
-	dir, err := os.MkdirTemp("", "kusionpr-checkout")
-	if err != nil {
-		c.refuseErr(ctx, "the checkout failed", err)
-		return false
-	}
-	c.dir = dir
-	if err := c.gh.Checkout(ctx, c.ref, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
-		c.refuse(ctx, checkoutRefusal(c.ref, err))
+	if !b.unpack(ctx, c, c.ref) {
 		return false
 	}
 	if gated && !c.j.afterMerge {
@@ -283,6 +276,22 @@ func (b *Bot) checkout(ctx context.Context, c *command, gated bool) bool {
 			c.refuse(ctx, fmt.Sprintf("the pull request moved from %s while the command was read; comment again to apply the new head", short(c.ref)))
 			return false
 		}
+	}
+	return true
+}
+
+// unpack checks ref out into a new folder, c.dir (b.handle removes it),
+// refusing the command with the reason when it cannot.
+func (b *Bot) unpack(ctx context.Context, c *command, ref string) bool {
+	dir, err := os.MkdirTemp("", "kusionpr-checkout")
+	if err != nil {
+		c.refuseErr(ctx, "the checkout failed", err)
+		return false
+	}
+	c.dir = dir
+	if err := c.gh.Checkout(ctx, ref, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
+		c.refuse(ctx, checkoutRefusal(ref, err))
+		return false
 	}
 	return true
 }

@@ -244,16 +244,10 @@ func (b *Bot) revertDrift(ctx context.Context, c *command) {
 		c.refuseErr(ctx, "the issue's stack cannot be read", err)
 		return
 	}
-	dir, err := os.MkdirTemp("", "kusionpr-checkout")
-	if err != nil {
-		c.refuseErr(ctx, "the checkout failed", err)
+	if !b.unpack(ctx, c, c.j.defaultBranch) {
 		return
 	}
-	c.dir = dir
-	if err := c.gh.Checkout(ctx, c.j.defaultBranch, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
-		c.refuse(ctx, checkoutRefusal(c.j.defaultBranch, err))
-		return
-	}
+	dir := c.dir
 	root := filepath.Join(dir, b.cfg.Root)
 	stackDir := filepath.Join(root, filepath.FromSlash(stack))
 	if rel, err := filepath.Rel(root, stackDir); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -51,17 +50,7 @@ func (b *Bot) applyGroup(ctx context.Context, c *command) {
 // checkoutGroup unpacks the group's commit; b.handle removes it.
 func (b *Bot) checkoutGroup(ctx context.Context, c *command) bool {
 	c.ref = c.j.sha
-	dir, err := os.MkdirTemp("", "kusionpr-checkout")
-	if err != nil {
-		c.refuseErr(ctx, "the checkout failed", err)
-		return false
-	}
-	c.dir = dir
-	if err := c.gh.Checkout(ctx, c.ref, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
-		c.refuseErr(ctx, "the checkout failed", err)
-		return false
-	}
-	return true
+	return b.unpack(ctx, c, c.ref)
 }
 
 // errGroupDestroyed ends the wait of a group GitHub destroyed.
