@@ -27,7 +27,21 @@ type ApplyOptions struct {
 	// apply would add one every run. The plan is made before the stack is
 	// taken, and reused under the slot when no release came in between.
 	SkipUnchanged bool
+	// Check, if set, judges the plan before anything changes (a policy):
+	// its error refuses the operation. It is asked before the stack is
+	// taken, so a refused plan writes no release, and again under the
+	// stack when the plan was made anew there (another run came in
+	// between; a refusal then ends the release taken, failed, with
+	// nothing changed): what is applied is always a plan Check passed.
+	Check func(ctx context.Context, p *Preview) error
 }
+
+// RefusedError is the error of an operation whose plan ApplyOptions.Check
+// refused.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return "refused, nothing changed: " + e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 // conditionalStore takes a stack only if a precondition on its latest
 // release holds; backend.Store is one.
@@ -80,7 +94,23 @@ func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts 
 		return nil, fmt.Errorf("%s %s: read latest release: %w", op.verb, st.Stack, err)
 	}
 	var early *Preview
-	if opts.SkipUnchanged && (latest == nil || latest.Phase == model.PhaseSucceeded) {
+	if opts.Check != nil {
+		p, err := e.preview(ctx, st, latest)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", op.verb, st.Stack, err)
+		}
+		if err := p.Err(); err != nil {
+			return &Result{Preview: p}, fmt.Errorf("%s %s: preview failed, nothing changed: %w", op.verb, st.Stack, err)
+		}
+		if err := opts.Check(ctx, p); err != nil {
+			return &Result{Preview: p}, &RefusedError{Err: err}
+		}
+		early = p
+		if opts.SkipUnchanged && (latest == nil || latest.Phase == model.PhaseSucceeded) && p.Settled() {
+			e.logger().Info(op.verb+": nothing to change; no release written", "project", st.Project, "workspace", st.Workspace, "stack", st.Stack)
+			return &Result{Preview: p, Unchanged: true}, nil
+		}
+	} else if opts.SkipUnchanged && (latest == nil || latest.Phase == model.PhaseSucceeded) {
 		// A running or failed latest release is not settled whatever the
 		// objects say: the run goes on to take the stack (and be told who
 		// holds it) or to record a release that ends well.
@@ -101,6 +131,12 @@ func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts 
 	defer op.lose(nil)
 	if err := op.plan(ctx, early); err != nil {
 		return op.finish(ctx, err)
+	}
+	if opts.Check != nil && op.preview != early {
+		// Another run changed the stack since: the new plan is judged too.
+		if err := opts.Check(ctx, op.preview); err != nil {
+			return op.finish(ctx, &RefusedError{Err: err})
+		}
 	}
 	op.applyAll(ctx)
 	op.deleteAll(ctx)
