@@ -224,22 +224,70 @@ func (s *Server) content(rq *request) response {
 	if t == nil {
 		return notFound()
 	}
-	p := rq.params["path"]
+	p := strings.Trim(rq.params["path"], "/")
 	data, ok := fileInTarball(t.tgz, p)
 	if !ok {
+		return s.folder(t, ref, p)
+	}
+	return response{status: http.StatusOK, body: s.contentEntry(t, ref, p, data, true)}
+}
+
+// folder answers GET /repos/{owner}/{repo}/contents/{path} for a folder:
+// its entries, files and folders, without their content, as GitHub lists
+// them.
+func (s *Server) folder(t *tree, ref, p string) response {
+	files := filesOf(t.tgz)
+	entries := map[string]map[string]any{}
+	for name, data := range files {
+		rest, ok := strings.CutPrefix(name, p+"/")
+		if !ok {
+			continue
+		}
+		child, _, deeper := strings.Cut(rest, "/")
+		full := p + "/" + child
+		if deeper {
+			if entries[child] == nil {
+				e := s.contentEntry(t, ref, full, nil, false)
+				e["type"], e["size"], e["download_url"] = "dir", 0, nil
+				entries[child] = e
+			}
+			continue
+		}
+		entries[child] = s.contentEntry(t, ref, full, data, false)
+	}
+	if len(entries) == 0 {
 		return notFound()
 	}
+	names := make([]string, 0, len(entries))
+	for n := range entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	list := make([]any, len(names))
+	for i, n := range names {
+		list[i] = entries[n]
+	}
+	return response{status: http.StatusOK, body: list}
+}
+
+// contentEntry is a file of the contents API, with its content when
+// withContent (a file read alone) and without it (an entry of a folder).
+func (s *Server) contentEntry(t *tree, ref, p string, data []byte, withContent bool) map[string]any {
 	api := s.apiURL("/repos/%s/%s/contents/%s?ref=%s", t.owner, t.name, p, url.QueryEscape(ref))
 	html := fmt.Sprintf("https://github.com/%s/%s/blob/%s/%s", t.owner, t.name, ref, p)
 	sum := sha1.Sum(append([]byte(fmt.Sprintf("blob %d\x00", len(data))), data...))
 	sha := hex.EncodeToString(sum[:])
 	git := s.apiURL("/repos/%s/%s/git/blobs/%s", t.owner, t.name, sha)
-	return response{status: http.StatusOK, body: map[string]any{
-		"type": "file", "encoding": "base64", "size": len(data), "name": path.Base(p), "path": p,
-		"content": base64.StdEncoding.EncodeToString(data), "sha": sha, "url": api, "git_url": git, "html_url": html,
+	e := map[string]any{
+		"type": "file", "size": len(data), "name": path.Base(p), "path": p,
+		"sha": sha, "url": api, "git_url": git, "html_url": html,
 		"download_url": fmt.Sprintf("https://raw.githubusercontent.com/%s/%s/%s/%s", t.owner, t.name, t.sha, p),
 		"_links":       map[string]any{"self": api, "git": git, "html": html},
-	}}
+	}
+	if withContent {
+		e["encoding"], e["content"] = "base64", base64.StdEncoding.EncodeToString(data)
+	}
+	return e
 }
 
 // fileInTarball is the file at p (below the archive's one top folder).
