@@ -98,6 +98,46 @@ type view struct {
 	Location string
 	// RunURL is the run that did the work, when not this process.
 	RunURL string
+	// Policy is what the policies said of the plan, when some judged it.
+	Policy *PolicyReport
+}
+
+// PolicyReport is what the policies said of a stack's plan.
+type PolicyReport struct {
+	// Source says where the rules were read from, for people ("policy/
+	// at the base branch's 1a2b3c4").
+	Source string
+	// Denies refuse the plan; Warnings only inform.
+	Denies, Warnings []PolicyFinding
+	// Err: the rules could not be evaluated, which refuses the plan
+	// (fail closed).
+	Err string
+	// Changed: the change edits the policy folder, which judges it only
+	// once merged.
+	Changed bool
+}
+
+// PolicyFinding is one rule's message.
+type PolicyFinding struct {
+	Rule, Message string
+	// Overridden: an authorised override let the plan through this rule.
+	Overridden bool
+}
+
+// Refused says whether the policies refuse the plan.
+func (r *PolicyReport) Refused() bool {
+	if r == nil {
+		return false
+	}
+	if r.Err != "" {
+		return true
+	}
+	for _, d := range r.Denies {
+		if !d.Overridden {
+			return true
+		}
+	}
+	return false
 }
 
 func newView(p *engine.Preview, stackErr error) view {
@@ -138,6 +178,8 @@ type CommentOptions struct {
 	// GitHub Actions run's page). It is shown only if it is a plain
 	// http(s) address, so that no Markdown can ride in it.
 	RunURL string
+	// Policy is what the policies said of the plan.
+	Policy *PolicyReport
 }
 
 // plainURL is an address a comment may link as it is: no character that
@@ -152,6 +194,10 @@ func (r *Renderer) Comment(p *engine.Preview, stackErr error, opts CommentOption
 	}
 	v.Release = opts.Release
 	v.Location = opts.Location
+	v.Policy = opts.Policy
+	if opts.Policy.Refused() {
+		v.Failed = true
+	}
 	if plainURL.MatchString(opts.RunURL) {
 		v.RunURL = opts.RunURL
 	}
