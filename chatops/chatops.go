@@ -7,6 +7,8 @@ package chatops
 
 import (
 	"path"
+	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -35,6 +37,10 @@ type Command struct {
 	// never holding ".." or starting with "/". For Apply and Preview none
 	// means every stack the pull request touches; Unlock has exactly one.
 	Stacks []string
+	// OverridePolicy are the policy rules (their ids) an apply is to pass
+	// (--override-policy <rule>, repeatable): the bot lets only those it
+	// authorises for it.
+	OverridePolicy []string
 	// Unknown is the word of the comment that was not understood, and
 	// Problem (ours, no text of the comment) why; set only with Help.
 	// Unknown is the comment's text: shown only as data (HelpText).
@@ -95,6 +101,36 @@ func command(rest string) Command {
 	default:
 		return Command{Verb: Help, Unknown: words[0], Problem: "no such command"}
 	}
+	var overrides []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, value, inline := strings.Cut(a, "=")
+		if name != "--override-policy" {
+			if strings.HasPrefix(a, "-") {
+				return Command{Verb: Help, Unknown: a, Problem: "no such option"}
+			}
+			continue
+		}
+		if verb != Apply {
+			return Command{Verb: Help, Unknown: a, Problem: "only apply takes --override-policy"}
+		}
+		if !inline {
+			if i+1 >= len(args) {
+				return Command{Verb: Help, Unknown: a, Problem: "--override-policy needs a rule"}
+			}
+			value = args[i+1]
+			args = append(args[:i:i], args[i+2:]...)
+		} else {
+			args = append(args[:i:i], args[i+1:]...)
+		}
+		i--
+		if !ruleID.MatchString(value) {
+			return Command{Verb: Help, Unknown: value, Problem: "a rule is named by letters, digits, '.', '_', '-' and '/'"}
+		}
+		if !slices.Contains(overrides, value) {
+			overrides = append(overrides, value)
+		}
+	}
 	stacks, bad, problem := cleanStacks(args)
 	if problem != "" {
 		return Command{Verb: Help, Unknown: bad, Problem: problem}
@@ -102,8 +138,11 @@ func command(rest string) Command {
 	if verb == Unlock && len(stacks) != 1 {
 		return Command{Verb: Help, Problem: "unlock needs one stack folder"}
 	}
-	return Command{Verb: verb, Stacks: stacks}
+	return Command{Verb: verb, Stacks: stacks, OverridePolicy: overrides}
 }
+
+// ruleID is what names a policy rule in an override.
+var ruleID = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,128}$`)
 
 // cleanStacks makes the arguments repository-relative folders, taken
 // literally. ".." is refused rather than resolved, since "a/../b" is almost
@@ -163,6 +202,7 @@ const helpBody = "### Kusion commands\n" +
 	"|---|---|\n" +
 	"| `/kusion preview [stack...]` | previews the stacks again and updates their comments |\n" +
 	"| `/kusion apply [stack...]` | applies the stacks before the pull request is merged, and reports each in its comment |\n" +
+	"| `/kusion apply --override-policy <rule> [stack...]` | the same, letting the plan through that policy rule's denial; only for those the bot lets override (by default admins), and recorded in the release |\n" +
 	"| `/kusion unlock <stack>` | ends the stack's running release, such as one left behind by a run that died, and records who ended it; a runner still alive stops at its next write |\n" +
 	"| `/kusion help` | shows this message |\n" +
 	"\n" +
