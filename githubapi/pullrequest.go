@@ -16,6 +16,9 @@ import (
 type PullRequest struct {
 	Number           int
 	HeadSHA, BaseRef string
+	// BaseSHA is the base branch's commit the pull request was last
+	// compared with: what judges it (its policies) is read there.
+	BaseSHA string
 	// HeadRepoID and BaseRepoID are GitHub's ids of the repositories the
 	// head and base branches are in, HeadRepo and BaseRepo their names;
 	// the head's are zero once its repository is deleted.
@@ -44,7 +47,7 @@ func (p PullRequest) Fork() bool {
 // pullRequestOf reads what PullRequest holds of GitHub's pull request.
 func pullRequestOf(pr *github.PullRequest) PullRequest {
 	return PullRequest{
-		Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(),
+		Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(), BaseSHA: pr.GetBase().GetSHA(),
 		HeadRepoID: pr.GetHead().GetRepo().GetID(), BaseRepoID: pr.GetBase().GetRepo().GetID(),
 		HeadRepo: pr.GetHead().GetRepo().GetFullName(), BaseRepo: pr.GetBase().GetRepo().GetFullName(),
 		Merged: pr.GetMerged(), Draft: pr.GetDraft(), Author: pr.GetUser().GetLogin(),

@@ -68,6 +68,9 @@ type Origin struct {
 	// group's commit before it landed: the queue then fast-forwards its
 	// branch to that commit, so the merge is this release's SHA.
 	MergeQueue bool `json:"mergeQueue,omitempty" yaml:"mergeQueue,omitempty"`
+	// PolicyOverrides are the policy rules whose denial an authorised
+	// person let this run pass (/kusion apply --override-policy).
+	PolicyOverrides []string `json:"policyOverrides,omitempty" yaml:"policyOverrides,omitempty"`
 	// Repository is the GitHub repository the project and workspace belong
 	// to as of this release: the one the run came from, or, for a run from
 	// outside GitHub (the operator), the one the releases before it named.

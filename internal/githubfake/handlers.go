@@ -484,6 +484,11 @@ func (s *Server) pullJSON(rq *request, opID string, number int) map[string]any {
 	set(m, "state", p.state)
 	set(m, "head.sha", p.head)
 	set(m, "base.ref", p.base)
+	if sha := s.st.resolve(rq.repo, p.base); fullSHA.MatchString(sha) {
+		// The base branch's commit, when the test pointed it at one
+		// (SetBranch).
+		set(m, "base.sha", sha)
+	}
 	set(m, "head.repo.fork", p.fork || p.repoIsFork)
 	set(m, "base.repo.fork", p.repoIsFork)
 	// A fork's head lives in the forker's repository, with an id of its
