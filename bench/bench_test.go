@@ -19,40 +19,18 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
-// binaries builds each Go program once per benchmark run.
-var binaries = struct {
-	sync.Mutex
-	built map[string]string
-	dir   string
-}{built: map[string]string{}}
-
 // binary builds the Go package at pkg (a path relative to this folder,
-// such as ../cmd/action) and returns the executable.
+// such as ../cmd/action) once per benchmark run and returns the
+// executable.
 func binary(b *testing.B, pkg string) string {
 	b.Helper()
-	binaries.Lock()
-	defer binaries.Unlock()
-	if p, ok := binaries.built[pkg]; ok {
-		return p
-	}
-	if binaries.dir == "" {
-		d, err := os.MkdirTemp("", "kusionpr-bench-bin")
-		if err != nil {
-			b.Fatal(err)
-		}
-		binaries.dir = d
-	}
-	out := filepath.Join(binaries.dir, strings.NewReplacer("/", "_", ".", "_").Replace(pkg))
-	if msg, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		b.Fatalf("go build %s: %v\n%s", pkg, err, msg)
-	}
-	binaries.built[pkg] = out
-	return out
+	return testenv.Binary(b, pkg)
 }
 
 // command is one timed process.

@@ -206,7 +206,7 @@ func TestDriftIssueIsSafe(t *testing.T) {
 			}
 		}
 	}
-	if hidden := hiddenLines.FindAllString(h.Body, -1); len(hidden) != 2 || strings.Count(hidden[0], "-->") != 1 || strings.Contains(hidden[0], "<img") {
+	if hidden := hiddenLines.FindAllString(h.Body, -1); len(hidden) != 3 || strings.Count(hidden[0], "-->") != 1 || strings.Contains(hidden[0], "<img") {
 		t.Errorf("the marker is broken by the names: %q", hidden)
 	}
 	if !strings.Contains(h.Body, `! data.password: "(sensitive)" => "(sensitive)"`) {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kusionpr/kusionpr/internal/githubfake"
@@ -18,31 +17,10 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 )
 
-var (
-	buildOnce sync.Once
-	actionBin string
-	buildErr  error
-)
-
 // actionBinary builds the real action binary once per test run.
 func actionBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kusionpr-action")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		actionBin = filepath.Join(dir, "action")
-		out, err := exec.Command("go", "build", "-o", actionBin, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return actionBin
+	return testenv.Binary(t, ".")
 }
 
 // prRepo is a repository checkout with three stacks of Kubernetes objects,

@@ -34,29 +34,9 @@ const (
 	secret         = "webhook-secret-for-tests"
 )
 
-var (
-	buildOnce sync.Once
-	botBin    string
-	buildErr  error
-)
-
 func botBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kusionpr-bot")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		botBin = filepath.Join(dir, "bot")
-		if out, err := exec.Command("go", "build", "-o", botBin, ".").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return botBin
+	return testenv.Binary(t, ".")
 }
 
 // world is a GitHub (fake), a repository with one stack, a test cluster and

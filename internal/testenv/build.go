@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -31,7 +33,7 @@ func Binary(t testing.TB, pkg string) string {
 		t.Fatal(err)
 	}
 	if built.dir == "" {
-		d, err := os.MkdirTemp("", "kusionpr-test-bin")
+		d, err := binDir()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,4 +46,34 @@ func Binary(t testing.TB, pkg string) string {
 	}
 	built.bins[pkg] = bin
 	return bin
+}
+
+// binDir is this process's folder of built binaries,
+// <tmp>/kusionpr-test-bin/<pid>. A test process cannot remove it when it
+// ends (nothing runs after its last test), so each removes the folders of
+// processes that are gone: a machine running the tests again and again
+// keeps one folder per live test process, not one per run.
+func binDir() (string, error) {
+	root := filepath.Join(os.TempDir(), "kusionpr-test-bin")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && pid != os.Getpid() && !alive(pid) {
+			os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
+	dir := filepath.Join(root, strconv.Itoa(os.Getpid()))
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// alive says whether a process pid runs (signal 0 checks without sending).
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	return err == nil && p.Signal(syscall.Signal(0)) == nil
 }
