@@ -27,6 +27,21 @@ type Access struct {
 // or a custom role extending them).
 func (a Access) CanWrite() bool { return a.Permission == "admin" || a.Permission == "write" }
 
+// AtLeast reports whether the access reaches level: admin, maintain or
+// write. A custom role counts as the base role it extends, as GitHub maps
+// it, so only GitHub's own maintain role is maintain.
+func (a Access) AtLeast(level string) bool {
+	switch level {
+	case "admin":
+		return a.Permission == "admin"
+	case "maintain":
+		return a.Permission == "admin" || (a.Permission == "write" && a.Role == "maintain")
+	case "write":
+		return a.CanWrite()
+	}
+	return false
+}
+
 // String names the role as GitHub shows it.
 func (a Access) String() string {
 	if a.Role != "" {

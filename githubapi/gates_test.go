@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,13 @@ func TestPermissionRoles(t *testing.T) {
 		}
 		if a.CanWrite() != canWrite || a.String() != role {
 			t.Errorf("role %s: %+v, CanWrite %v", role, a, a.CanWrite())
+		}
+		// The levels an override of a policy may ask for.
+		levels := map[string][]string{"admin": {"admin", "maintain", "write"}, "maintain": {"maintain", "write"}, "write": {"write"}}[role]
+		for _, level := range []string{"admin", "maintain", "write"} {
+			if want := slices.Contains(levels, level); a.AtLeast(level) != want {
+				t.Errorf("role %s at least %s: %v, want %v", role, level, a.AtLeast(level), want)
+			}
 		}
 	}
 }
