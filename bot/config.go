@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -171,6 +172,21 @@ type Config struct {
 	// default a tenth of it), by one replica at a time; DriftRepositories
 	// are owner/name or * (KUSIONPR_DRIFT_REPOSITORIES, comma-separated,
 	// default *).
+	// PolicyDir is the folder of a repository's Rego policies
+	// (KUSIONPR_POLICY_DIR, default policy; "none" reads none), read as
+	// the commit a change was based on holds it; Policies are the
+	// operator's own folders, judging every repository's stacks
+	// (KUSIONPR_POLICIES, comma-separated paths); PolicyPackages are the
+	// packages whose deny, violation and warn rules count
+	// (KUSIONPR_POLICY_PACKAGES, default main); PolicyOverride is the
+	// permission /kusion apply --override-policy needs
+	// (KUSIONPR_POLICY_OVERRIDE: admin, the default, maintain, write, or
+	// none: no override at all).
+	PolicyDir      string   `json:"policyDir"`
+	Policies       []string `json:"policies"`
+	PolicyPackages []string `json:"policyPackages"`
+	PolicyOverride string   `json:"policyOverride"`
+
 	DriftEvery        time.Duration `json:"driftEvery"`
 	DriftJitter       time.Duration `json:"driftJitter"`
 	DriftRepositories []string      `json:"driftRepositories"`
@@ -184,7 +200,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		RequireApproval: true, RequireMergeable: true, RequireChecks: true, MergeableStates: []string{"clean"}, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
 		HoldWait: 30 * time.Minute, ReadyTimeout: kubernetes.DefaultReadyTimeout, RateLimitWait: githubapi.DefaultMaxWait, RecoverWindow: 24 * time.Hour,
 		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000, Deployments: true,
-		QueueWait: time.Hour}
+		QueueWait: time.Hour, PolicyDir: "policy", PolicyOverride: "admin"}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -291,6 +307,10 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	dur("KUSIONPR_DRIFT_EVERY", &c.DriftEvery)
 	dur("KUSIONPR_DRIFT_JITTER", &c.DriftJitter)
 	strs("KUSIONPR_DRIFT_REPOSITORIES", &c.DriftRepositories)
+	str("KUSIONPR_POLICY_DIR", &c.PolicyDir)
+	strs("KUSIONPR_POLICIES", &c.Policies)
+	strs("KUSIONPR_POLICY_PACKAGES", &c.PolicyPackages)
+	str("KUSIONPR_POLICY_OVERRIDE", &c.PolicyOverride)
 	num("KUSIONPR_MAX_UNVERIFIED_BYTES", func(n int64) { c.MaxUnverifiedBytes = n })
 	num("KUSIONPR_MAX_CHECKOUT_BYTES", func(n int64) { c.MaxCheckoutBytes = n })
 	num("KUSIONPR_MAX_CHECKOUT_FILES", func(n int64) { c.MaxCheckoutFiles = n })
@@ -352,6 +372,19 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 	}
 	errs = append(errs, c.checkDrift()...)
+	switch c.PolicyOverride {
+	case "admin", "maintain", "write", "none":
+	default:
+		errs = append(errs, fmt.Errorf("KUSIONPR_POLICY_OVERRIDE: %q is not admin, maintain, write or none", c.PolicyOverride))
+	}
+	if d := c.PolicyDir; d != "none" && (d == "" || path.IsAbs(d) || path.Clean(d) != d || d == ".." || strings.HasPrefix(d, "../")) {
+		errs = append(errs, fmt.Errorf("KUSIONPR_POLICY_DIR: %q is not a folder inside a repository (or none)", d))
+	}
+	for _, dir := range c.Policies {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			errs = append(errs, fmt.Errorf("KUSIONPR_POLICIES: %s is not a folder", dir))
+		}
+	}
 	switch c.Comment {
 	case "always", "on-change", "combined", "never":
 	default:

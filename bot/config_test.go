@@ -142,6 +142,15 @@ func TestLoadConfig(t *testing.T) {
 		{"a drift schedule without a store", with("KUSIONPR_DRIFT_EVERY", "6h"), nil, "KUSIONPR_DRIFT_EVERY: a drift scan compares with the releases, and the bot has no release store (KUSIONPR_BACKEND)"},
 		{"a drift jitter as long as the schedule", with("KUSIONPR_DRIFT_EVERY", "1h", "KUSIONPR_DRIFT_JITTER", "1h", "KUSIONPR_BACKEND", "mem://"), nil, "KUSIONPR_DRIFT_JITTER: 1h0m0s is not shorter than KUSIONPR_DRIFT_EVERY (1h0m0s)"},
 		{"a drift schedule with stacks run away", with("KUSIONPR_DRIFT_EVERY", "1h", "KUSIONPR_BACKEND", "mem://", "KUSIONPR_EXECUTOR", "github-actions"), nil, "the bot scans for drift in its own process, and KUSIONPR_EXECUTOR=github-actions runs stacks away from it"},
+		{"policies by default", with("KUSIONPR_COMMENT", "always"), func(c *Config) bool {
+			return c.PolicyDir == "policy" && c.PolicyOverride == "admin" && len(c.Policies) == 0
+		}, ""},
+		{"policies set", with("KUSIONPR_POLICY_DIR", "rules/rego", "KUSIONPR_POLICIES", dir, "KUSIONPR_POLICY_PACKAGES", "main,k8s", "KUSIONPR_POLICY_OVERRIDE", "maintain"), func(c *Config) bool {
+			return c.PolicyDir == "rules/rego" && len(c.Policies) == 1 && len(c.PolicyPackages) == 2 && c.PolicyOverride == "maintain"
+		}, ""},
+		{"a policy folder outside the repository", with("KUSIONPR_POLICY_DIR", "../rules"), nil, `KUSIONPR_POLICY_DIR: "../rules" is not a folder inside a repository (or none)`},
+		{"an operator's policy folder that is not one", with("KUSIONPR_POLICIES", keyPath), nil, "KUSIONPR_POLICIES: " + keyPath + " is not a folder"},
+		{"an override by triagers", with("KUSIONPR_POLICY_OVERRIDE", "triage"), nil, `KUSIONPR_POLICY_OVERRIDE: "triage" is not admin, maintain, write or none`},
 		{"a queue wait", with("KUSIONPR_QUEUE_WAIT", "20m"), func(c *Config) bool { return c.QueueWait == 20*time.Minute }, ""},
 		{"a queue wait of zero", with("KUSIONPR_QUEUE_WAIT", "0s"), nil, "KUSIONPR_QUEUE_WAIT: 0s is not a positive duration"},
 		{"a rate-limit wait", with("KUSIONPR_RATE_LIMIT_WAIT", "10m"), func(c *Config) bool { return c.RateLimitWait == 10*time.Minute }, ""},
