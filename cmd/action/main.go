@@ -137,6 +137,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return generateSpec(ctx, args[1:], stdout, stderr)
 	case "drift":
 		return driftCommand(ctx, args[1:], stdout, stderr)
+	case "policy":
+		return policyCommand(ctx, args[1:], stdout, stderr)
 	}
 	execute := args[0] == "execute"
 	cmd, err := workflow.ParseCommand(args[0])
