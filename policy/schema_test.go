@@ -111,3 +111,29 @@ func TestInputTypos(t *testing.T) {
 		})
 	}
 }
+
+// TestDocumentedRules: the rules docs/policy.md shows compile as they are.
+func TestDocumentedRules(t *testing.T) {
+	doc, err := os.ReadFile("../docs/policy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(doc), "```rego\n")[1:]
+	if len(blocks) < 3 {
+		t.Fatalf("%d Rego blocks in docs/policy.md", len(blocks))
+	}
+	for i, b := range blocks {
+		src, _, _ := strings.Cut(b, "```")
+		if strings.Contains(src, "test_") {
+			continue // a unit test, needing the examples' helpers
+		}
+		s, err := policy.Load(context.Background(), fstest.MapFS{"doc.rego": {Data: []byte(src)}}, policy.Options{})
+		if err != nil {
+			t.Errorf("block %d: %v\n%s", i+1, err, src)
+			continue
+		}
+		if s.Empty() {
+			t.Errorf("block %d defines no rule that counts", i+1)
+		}
+	}
+}
