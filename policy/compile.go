@@ -1,6 +1,7 @@
 package policy
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,15 +108,39 @@ func readBounded(fsys fs.FS, path string) ([]byte, error) {
 	return src, nil
 }
 
-// compile compiles modules strictly, with the restricted capabilities, and
+// inputSchema is Input's JSON Schema (docs/policy-input.schema.json): the
+// compiler checks every reference into input against it, so that a rule
+// naming a field the input does not have (input.workspce) is refused
+// instead of never matching.
+//
+//go:embed input.schema.json
+var inputSchema []byte
+
+func schemas() (*ast.SchemaSet, error) {
+	var doc any
+	if err := json.Unmarshal(inputSchema, &doc); err != nil {
+		return nil, fmt.Errorf("the policy input's schema: %w", err)
+	}
+	ss := ast.NewSchemaSet()
+	ss.Put(ast.SchemaRootRef, doc)
+	return ss, nil
+}
+
+// compile compiles modules strictly, against Input's schema, with the restricted capabilities, and
 // refuses a reference into data, in the modules named in checked, that no
 // rule or package defines: no data
 // document is ever loaded beside the rules, so such a reference is a typo
 // that would leave a deny silently undefined.
 func compile(modules, checked map[string]*ast.Module) (*ast.Compiler, error) {
+	ss, err := schemas()
+	if err != nil {
+		return nil, err
+	}
 	c := ast.NewCompiler().
 		WithCapabilities(capabilities()).
 		WithStrict(true).
+		WithSchemas(ss).
+		WithUseTypeCheckAnnotations(true).
 		WithDefaultRegoVersion(ast.RegoV1)
 	c.Compile(modules)
 	if c.Failed() {

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -483,4 +484,44 @@ todo_test_later if {
 			t.Fatalf("Test of a file that does not parse: %v", err)
 		}
 	})
+}
+
+// TestRegoVersions: v1 files, and v0 files written to be v1-compatible
+// (import rego.v1, or the future keywords), load as OPA v1 loads them.
+func TestRegoVersions(t *testing.T) {
+	for _, tc := range []struct{ name, src string }{
+		{"v1", "package main\n\ndeny contains \"x\" if input.workspace == \"dev\"\n"},
+		{"v0 with import rego.v1", "package main\n\nimport rego.v1\n\ndeny contains \"x\" if input.workspace == \"dev\"\n"},
+		{"v0 with the future keywords", "package main\n\nimport future.keywords.contains\nimport future.keywords.if\n\ndeny contains \"x\" if input.workspace == \"dev\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := policy.Load(context.Background(), fstest.MapFS{"p.rego": {Data: []byte(tc.src)}}, policy.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Eval(context.Background(), policy.Input{Workspace: "dev"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Denies) != 1 || res.Denies[0].Message != "x" {
+				t.Fatalf("denies %+v", res.Denies)
+			}
+		})
+	}
+}
+
+func TestFolderBounds(t *testing.T) {
+	big := "package main\n\n# " + strings.Repeat("x", 1<<20) + "\n"
+	_, err := policy.Load(context.Background(), fstest.MapFS{"big.rego": {Data: []byte(big)}}, policy.Options{})
+	if err == nil || !strings.Contains(err.Error(), "big.rego: larger than 1048576 bytes") {
+		t.Fatalf("Load of a 1 MiB file: %v", err)
+	}
+	many := fstest.MapFS{}
+	for i := range 1001 {
+		many[fmt.Sprintf("p%04d.rego", i)] = &fstest.MapFile{Data: []byte("package main\n")}
+	}
+	_, err = policy.Load(context.Background(), many, policy.Options{})
+	if err == nil || !strings.Contains(err.Error(), "more than 1000 .rego files") {
+		t.Fatalf("Load of 1,001 files: %v", err)
+	}
 }

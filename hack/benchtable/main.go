@@ -92,6 +92,7 @@ func rows() []row {
 		{Scenario: drift, Benchmark: "BenchmarkDriftScan", Ours: "ours-s", Reference: "kubectl-s", RefName: "kubectl get of every object of the three kinds: the least any scan reads", Unit: "s"},
 		{Scenario: "… GitHub requests of the first scan keeping the issues (5 opened)", Benchmark: "BenchmarkDriftScan", Ours: "requests-first", Unit: "requests", target: target{"equal", 6}},
 		{Scenario: "… of the next scan (nothing new to say)", Benchmark: "BenchmarkDriftScan", Ours: "requests-again", Unit: "requests", target: target{"equal", 1}},
+		{Scenario: "policy: 10 Rego rules judging the 1,000-object preview, 10% changed (one Eval, the input's conversion included)", Benchmark: "BenchmarkPolicyEval", Ours: "eval-ms", Reference: "json-ms", RefName: "writing the same preview as preview -o json", Unit: "ms"},
 		{Scenario: "latest revision among 1,000 releases on MinIO", Benchmark: "BenchmarkLatestRelease", Ours: "requests@1000", Reference: "requests@10", RefName: "the same among 10 releases", Unit: "requests", target: target{"same", 0}},
 	}
 }
