@@ -194,7 +194,7 @@ func (b *Bot) apply(ctx context.Context, c *command) {
 		b.revertDrift(ctx, c)
 		return
 	}
-	if !c.j.afterMerge && !b.canWrite(ctx, c) {
+	if !c.j.afterMerge && (!b.canWrite(ctx, c) || !b.mayOverride(ctx, c)) {
 		return
 	}
 	if !b.checkout(ctx, c, true) {
@@ -351,6 +351,7 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 		ApplyAction: cmd == workflow.Preview,
 		Deployments: b.cfg.Deployments,
 	}
+	change.Options.Policy = b.policies(ctx, c, cmd)
 	if b.executors != nil {
 		rules, err := b.repositoryRules(ctx, c)
 		if err != nil {

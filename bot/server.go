@@ -51,6 +51,9 @@ type Bot struct {
 	executors *executorRouter
 	// runner runs drift scans and reverts, in this process.
 	runner *workflow.Runner
+	// operatorRules are the operator's policies (KUSIONPR_POLICIES), read
+	// at start.
+	operatorRules map[string]string
 	// groups are the merge queue's groups waiting for the group ahead,
 	// by groupKey: a group GitHub destroys stops waiting.
 	groups sync.Map // string -> *waitingGroup
@@ -81,6 +84,9 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	}
 	b.client = func(installation int64, owner, repo string) (gitHub, error) {
 		return b.app.Installation(installation, owner, repo)
+	}
+	if b.operatorRules, err = operatorPolicies(cfg.Policies); err != nil {
+		return nil, err
 	}
 	runner := &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore}
 	stacks, err := cfg.executors(runner, m, log)

@@ -55,7 +55,7 @@ func PreviewCheckStack(name string) (stack string, ok bool) {
 func (c *Change) lines(out *Outcome, sections bool) []report.StackLine {
 	lines := make([]report.StackLine, 0, len(out.Stacks))
 	for _, so := range out.Stacks {
-		l := report.StackLine{Dir: so.Dir, Summary: so.Summary, Failed: so.Err != nil, Skipped: so.Skipped != ""}
+		l := report.StackLine{Dir: so.Dir, Summary: so.Summary, Failed: so.failed(), Skipped: so.Skipped != ""}
 		if c.Command != Preview && so.Result != nil {
 			l.Release, l.Unchanged = so.Result.Release, so.Result.Unchanged
 		}

@@ -111,6 +111,19 @@ type StackOutcome struct {
 	deployment *deployment
 }
 
+// failed says whether the stack failed: its run, or the policies, which
+// refused its plan.
+func (so *StackOutcome) failed() bool {
+	return so.Err != nil || so.policy().Refused() != nil
+}
+
+func (so *StackOutcome) policy() *PolicyOutcome {
+	if so.Result == nil {
+		return nil
+	}
+	return so.Result.Policy
+}
+
 // Outcome is what a Change did.
 type Outcome struct {
 	Stacks []*StackOutcome
@@ -152,6 +165,14 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p := c.Options.Policy; p != nil && p.Folder != "" {
+		prefix := strings.Trim(p.Folder, "/") + "/"
+		for _, f := range changed {
+			if strings.HasPrefix(f.Path, prefix) || strings.HasPrefix(f.PreviousPath, prefix) {
+				p.Changed = true
+			}
+		}
+	}
 	c.log().Info("stacks touched", "files", len(changed), "stacks", len(stacks))
 
 	out := &Outcome{Stacks: make([]*StackOutcome, len(stacks)), Combined: c.combined(len(stacks))}
@@ -181,7 +202,7 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	out.Complete = true
 	for _, so := range out.Stacks {
 		current[c.key(so.Dir)] = true
-		if so.Err != nil {
+		if so.failed() {
 			out.Failed = true
 		}
 		if so.Unreported {
@@ -357,7 +378,8 @@ func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 	if c.Command != Preview {
 		release = run.Release
 	}
-	body, err := c.Renderer.Comment(p, so.Err, report.CommentOptions{Marker: githubapi.Marker(c.key(st.Dir), 1), Release: release, Location: st.Dir, Destroy: cmd == Destroy, RunURL: run.RunURL})
+	body, err := c.Renderer.Comment(p, so.Err, report.CommentOptions{Marker: githubapi.Marker(c.key(st.Dir), 1), Release: release, Location: st.Dir, Destroy: cmd == Destroy, RunURL: run.RunURL,
+		Policy: run.Policy.Report()})
 	if err != nil {
 		so.Err = errors.Join(so.Err, err)
 		return so
@@ -373,10 +395,10 @@ func (c *Change) report(ctx context.Context, so *StackOutcome) {
 	}
 	key := c.key(so.Dir)
 	ck := githubapi.Check{Name: c.stackCheck(so.Dir), Conclusion: "success", Title: c.title(so), Summary: so.Markdown}
-	if so.Err != nil {
+	if so.failed() {
 		ck.Conclusion = "failure"
 	}
-	if s := so.Summary; so.Err == nil && s.Errors == 0 && s.Create+s.Update+s.Delete > 0 {
+	if s := so.Summary; !so.failed() && s.Errors == 0 && s.Create+s.Update+s.Delete > 0 {
 		ck.Actions = c.applyAction("Apply this stack, as /kusion apply")
 	}
 	r := c.publish(ctx, c.log().With("stack", so.Dir), reportPair{
@@ -409,7 +431,7 @@ func (c *Change) comments(so *StackOutcome) bool {
 		return false
 	case "on-change":
 		s := so.Summary
-		return so.Err != nil || s.Create+s.Update+s.Delete+s.Drift > 0
+		return so.failed() || s.Create+s.Update+s.Delete+s.Drift > 0
 	}
 	return true
 }
@@ -439,6 +461,8 @@ func (c *Change) title(so *StackOutcome) string {
 		return t
 	case so.Err != nil && c.Command == Preview:
 		return "preview failed: " + firstLine(so.Err.Error())
+	case so.Err == nil && so.policy().Refused() != nil:
+		return "denied by policy: " + firstLine(so.policy().Refused().Error())
 	case so.Err != nil:
 		return c.kind() + " failed: " + firstLine(so.Err.Error())
 	case so.Result != nil && so.Result.Unchanged && c.Command != Preview:

@@ -43,6 +43,9 @@ type Request struct {
 	Trigger string `json:"trigger,omitempty"`
 	// Merge is set for a merge's apply: merges apply in merge order.
 	Merge *MergeOrder `json:"merge,omitempty"`
+	// Policy are the rules the plan is judged by, as data: the worker
+	// compiles them where it runs.
+	Policy *Policies `json:"policy,omitempty"`
 }
 
 // NewRequest is the request of running cmd on the stack in dir, a folder of
@@ -56,7 +59,7 @@ func NewRequest(cmd Command, dir string, opts Options) (Request, error) {
 		return Request{}, fmt.Errorf("request for %s: not inside the checkout %s", dir, opts.CheckoutRoot)
 	}
 	r := Request{Command: cmd, Stack: filepath.ToSlash(rel), Workspace: opts.Workspace, DryRun: opts.DryRun, Offline: opts.Offline,
-		RecordUnchanged: opts.RecordUnchanged, Trigger: opts.Trigger, Merge: opts.Merge}
+		RecordUnchanged: opts.RecordUnchanged, Trigger: opts.Trigger, Merge: opts.Merge, Policy: opts.Policy}
 	if opts.Origin != nil {
 		r.Origin = *opts.Origin
 		r.Commit = opts.Origin.SHA
@@ -134,7 +137,7 @@ func (r Request) Options(root string, base Options) (dir string, opts Options) {
 	opts.Workspace, opts.DryRun, opts.Offline, opts.RecordUnchanged = r.Workspace, r.DryRun, r.Offline, r.RecordUnchanged
 	origin := r.Origin
 	opts.Origin = &origin
-	opts.Trigger, opts.Merge = r.Trigger, r.Merge
+	opts.Trigger, opts.Merge, opts.Policy = r.Trigger, r.Merge, r.Policy
 	return filepath.Join(root, filepath.FromSlash(r.Stack)), opts
 }
 
@@ -238,6 +241,8 @@ type RequestResult struct {
 	Error string `json:"error,omitempty"`
 	// Started is when the worker began the run.
 	Started time.Time `json:"started,omitzero"`
+	// Policy is what the request's policies said of the plan.
+	Policy *PolicyOutcome `json:"policy,omitempty"`
 }
 
 // ResultFile is the work file a request's result is written to;
@@ -250,7 +255,7 @@ const (
 // NewRequestResult is what run, of the request id in the checkout at root,
 // leaves.
 func NewRequestResult(id, root string, run *StackResult) RequestResult {
-	res := RequestResult{Request: id, Workspace: run.Workspace, Preview: run.Preview, Skipped: run.Skipped, Unchanged: run.Unchanged, Started: run.Started}
+	res := RequestResult{Request: id, Workspace: run.Workspace, Preview: run.Preview, Skipped: run.Skipped, Unchanged: run.Unchanged, Started: run.Started, Policy: run.Policy}
 	if run.Stack != nil && run.Stack.Project != nil {
 		res.Project, res.StackName = run.Stack.Project.Name, run.Stack.Name
 	}
@@ -266,7 +271,7 @@ func NewRequestResult(id, root string, run *StackResult) RequestResult {
 // StackResult is the result as the workflow reports it; release is the one
 // it names, read from the store (nil if none).
 func (res RequestResult) StackResult(release *model.Release) *StackResult {
-	run := &StackResult{Workspace: res.Workspace, Preview: res.Preview, Release: release, Skipped: res.Skipped, Unchanged: res.Unchanged, Started: res.Started}
+	run := &StackResult{Workspace: res.Workspace, Preview: res.Preview, Release: release, Skipped: res.Skipped, Unchanged: res.Unchanged, Started: res.Started, Policy: res.Policy}
 	if res.Project != "" {
 		run.Stack = &project.Stack{Name: res.StackName, Project: &project.Project{Name: res.Project}}
 	}

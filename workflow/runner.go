@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/kusionpr/kusionpr/backend"
@@ -77,6 +78,9 @@ type Options struct {
 	Skip func(latest *model.Release) string
 	// Merge is set for a merge's apply: merges apply in merge order.
 	Merge *MergeOrder
+	// Policy, if set, judges each plan: a preview reports what it says,
+	// and an apply or destroy it refuses changes nothing.
+	Policy *Policies
 	// Trigger tells apart two requests of the same work (Request.Trigger).
 	Trigger string
 	// CheckoutRoot is the repository checkout the stacks lie in:
@@ -120,6 +124,9 @@ type StackResult struct {
 	// RunURL is the page of the run that did the work away from this
 	// process (a GitHub Actions run): its report links it.
 	RunURL string
+	// Policy is what Options.Policy said of the plan: a preview's, or the
+	// plan an apply or destroy followed or was refused for.
+	Policy *PolicyOutcome
 }
 
 // RuntimeTarget is what a RuntimeFactory is told of the stack it builds
@@ -263,11 +270,29 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 			return err
 		}
 	}
+	stackDir := filepath.ToSlash(dir)
+	if rel, err := filepath.Rel(opts.CheckoutRoot, dir); err == nil && opts.CheckoutRoot != "" {
+		stackDir = filepath.ToSlash(rel)
+	}
+	if opts.Policy != nil {
+		if len(opts.Policy.Overrides) > 0 && target.Origin != nil {
+			o := *target.Origin
+			o.PolicyOverrides = slices.Clone(opts.Policy.Overrides)
+			target.Origin = &o
+		}
+		applyOpts.Check = func(ctx context.Context, p *engine.Preview) error {
+			run.Policy = opts.Policy.judge(ctx, p, target.Spec, stackDir)
+			return run.Policy.Refused()
+		}
+	}
 	switch cmd {
 	case Preview:
 		run.Preview, run.Err = eng.Preview(ctx, target)
 		if run.Err == nil && run.Preview != nil {
 			run.Err = run.Preview.Err()
+		}
+		if run.Err == nil && opts.Policy != nil {
+			run.Policy = opts.Policy.judge(ctx, run.Preview, target.Spec, stackDir)
 		}
 	case Apply, Destroy:
 		var res *engine.Result

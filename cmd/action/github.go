@@ -291,6 +291,12 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		return 2
 	}
 
+	change.Options.Policy, err = actionPolicies(ctx, in, gh, pr, change, workspace)
+	if err != nil {
+		ga.Errorf("%v", err)
+		return 2
+	}
+
 	out, err := change.Run(ctx)
 	if err != nil {
 		ga.Errorf("%s", model.MaskFingerprints(err.Error()))

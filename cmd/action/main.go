@@ -74,6 +74,7 @@ commands:
   drift     compare every stack under a root with its latest release, reading
             only; exit code 2 when some stack drifted
   unlock    end a release left running (its runner died), recording why
+  policy    "policy test" runs a policy folder's Rego unit tests
   execute   run one request of the bot's as its worker (a Kubernetes Job)
   help      this text; "action COMMAND --help" lists a command's flags
 

@@ -183,7 +183,7 @@ func TestDriftSchedule(t *testing.T) {
 		t.Errorf("%d issues after the revert, want the bot's and the stranger's", n)
 	}
 
-	// Scans, by either bot, never overlap: each held the next generation
+	// Scans, by either bot, never overlap: each held a later generation
 	// of the repository's one lease.
 	spans := w.scans()
 	by := map[int]int{}
@@ -192,8 +192,10 @@ func TestDriftSchedule(t *testing.T) {
 		if i > 0 && sp.started.Before(spans[i-1].ended) {
 			t.Errorf("bot %d's scan started at %s, before bot %d's ended at %s", sp.bot, sp.started, spans[i-1].bot, spans[i-1].ended)
 		}
-		if sp.lease != uint64(i+1) {
-			t.Errorf("scan %d (bot %d) held generation %d of the lease, want %d: the scans did not take turns at one lease", i+1, sp.bot, sp.lease, i+1)
+		// A scan that failed (one before the default branch existed)
+		// took a generation too, so the scans' may skip one, never repeat.
+		if i > 0 && sp.lease <= spans[i-1].lease {
+			t.Errorf("scan %d (bot %d) held generation %d of the lease, after generation %d: the scans did not take turns at one lease", i+1, sp.bot, sp.lease, spans[i-1].lease)
 		}
 	}
 	t.Logf("%d scans: %v by bot", len(spans), by)

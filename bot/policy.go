@@ -1,0 +1,92 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/kusionpr/kusionpr/internal/mdsafe"
+	"github.com/kusionpr/kusionpr/policy"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+// operatorPolicies reads the operator's policy folders (KUSIONPR_POLICIES)
+// once, at start: they judge every repository's stacks, keyed
+// operator/<folder's name>/<path> so that an error names them apart from a
+// repository's.
+func operatorPolicies(dirs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, dir := range dirs {
+		files, err := workflow.ReadPolicyFolder(os.DirFS(dir))
+		if err != nil {
+			return nil, fmt.Errorf("KUSIONPR_POLICIES: %s: %w", dir, err)
+		}
+		for name, body := range files {
+			out[path.Join("operator", filepath.Base(dir), name)] = body
+		}
+	}
+	return out, nil
+}
+
+// policies are the rules the command's stacks are judged by: the
+// repository's policy folder as the commit the change was based on holds
+// it (a pull request's base, a merge queue group's base: never the
+// change's own), as the checkout holds it for a merge (the commit applied
+// is the base now), and the operator's.
+func (b *Bot) policies(ctx context.Context, c *command, cmd workflow.Command) *workflow.Policies {
+	src := workflow.PolicySource{Checkout: c.dir, SHA: c.ref, Extra: b.operatorRules, Packages: b.cfg.PolicyPackages, GitHub: nil}
+	if b.cfg.PolicyDir != "none" {
+		src.Folder = b.cfg.PolicyDir
+	}
+	if fr, ok := c.gh.(workflow.FolderReader); ok {
+		src.GitHub = fr
+	}
+	switch {
+	case c.j.queueBase != "":
+		src.Ref = c.j.queueBase
+	case c.pr != nil && !c.j.afterMerge:
+		src.Ref = c.pr.BaseSHA
+		if src.Ref == "" {
+			// Never the head's own rules in its place.
+			return &workflow.Policies{Source: src.Folder + "/", LoadError: "GitHub named no base commit of the pull request to read the policies at"}
+		}
+	}
+	p := workflow.LoadPolicies(ctx, src)
+	if p == nil {
+		return nil
+	}
+	if c.pr != nil && !c.j.afterMerge {
+		p.PullRequest = &policy.PullRequest{Number: c.pr.Number, Author: c.pr.Author, Base: c.pr.BaseSHA, Head: c.ref}
+	}
+	if cmd == workflow.Apply {
+		p.Overrides = c.j.command.OverridePolicy
+	}
+	return p
+}
+
+// mayOverride is the authorisation of /kusion apply --override-policy:
+// the permission KUSIONPR_POLICY_OVERRIDE names (admin by default).
+func (b *Bot) mayOverride(ctx context.Context, c *command) bool {
+	rules := c.j.command.OverridePolicy
+	if len(rules) == 0 {
+		return true
+	}
+	level := b.cfg.PolicyOverride
+	if level == "none" {
+		c.refuse(ctx, "this bot lets no one override a policy (KUSIONPR_POLICY_OVERRIDE=none)")
+		return false
+	}
+	access, err := c.gh.Permission(ctx, c.j.actor)
+	if err != nil {
+		c.refuseErr(ctx, "the permission check failed", err)
+		return false
+	}
+	if !access.AtLeast(level) {
+		c.refuse(ctx, fmt.Sprintf("%s needs %s permission on the repository; @%s has %s",
+			mdsafe.Code("--override-policy"), mdsafe.Plain(level), c.j.actor, mdsafe.Plain(access.String())))
+		return false
+	}
+	return true
+}
