@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -104,6 +105,12 @@ func (c *contenders) measure(b *testing.B) {
 	}
 	for _, name := range c.names {
 		b.ReportMetric(median(c.times[name]).Seconds(), name+"-s")
+		// The spread says how far one run may be from the median: a
+		// target met by the median alone, with a wide spread, may not
+		// hold on the next machine.
+		lo, hi := slices.Min(c.times[name]), slices.Max(c.times[name])
+		b.ReportMetric(lo.Seconds(), name+"-min-s")
+		b.ReportMetric(hi.Seconds(), name+"-max-s")
 	}
 }
 

@@ -152,6 +152,10 @@ type verdict struct {
 	row
 	Value    *float64 `json:"value"`
 	RefValue *float64 `json:"referenceValue,omitempty"`
+	// Spread and RefSpread are the lowest and highest of the iterations
+	// whose median Value and RefValue are, when the benchmark reports them.
+	Spread    *[2]float64 `json:"spread,omitempty"`
+	RefSpread *[2]float64 `json:"referenceSpread,omitempty"`
 	// Ratio is ours ÷ reference.
 	Ratio  *float64 `json:"ratio,omitempty"`
 	Target string   `json:"target"`
@@ -169,6 +173,7 @@ func judge(r row, results map[string]result) verdict {
 		return v
 	}
 	v.Value = &ours
+	v.Spread = spread(res, r.Ours)
 	var ref float64
 	if r.Reference != "" {
 		x, ok := res.Metrics[r.Reference]
@@ -177,6 +182,7 @@ func judge(r row, results map[string]result) verdict {
 		}
 		ref = x
 		v.RefValue = &ref
+		v.RefSpread = spread(res, r.Reference)
 		if ref != 0 {
 			ratio := ours / ref
 			v.Ratio = &ratio
@@ -197,6 +203,31 @@ func judge(r row, results map[string]result) verdict {
 		v.Met = true // nothing to meet
 	}
 	return v
+}
+
+// spread is the lowest and highest iteration of the metric (ours-s:
+// ours-min-s and ours-max-s), nil when the benchmark reports none.
+func spread(res result, metric string) *[2]float64 {
+	i := strings.LastIndex(metric, "-")
+	if i < 0 {
+		return nil
+	}
+	lo, okLo := res.Metrics[metric[:i]+"-min"+metric[i:]]
+	hi, okHi := res.Metrics[metric[:i]+"-max"+metric[i:]]
+	if !okLo || !okHi {
+		return nil
+	}
+	return &[2]float64{lo, hi}
+}
+
+// withSpread is a figure with its spread, "0.725 s (0.701–0.760)".
+func withSpread(v *float64, unit string, s *[2]float64) string {
+	out := number(v) + " " + unit
+	if s != nil {
+		lo, hi := s[0], s[1]
+		out += " (" + number(&lo) + "–" + number(&hi) + ")"
+	}
+	return out
 }
 
 func number(v *float64) string {
@@ -226,12 +257,12 @@ func ratioText(v verdict) string {
 
 // table writes the verdicts as a Markdown table.
 func table(w io.Writer, vs []verdict) {
-	fmt.Fprintln(w, "| scenario | ours | reference | ours ÷ reference | target | met |")
+	fmt.Fprintln(w, "| scenario | ours (lowest–highest) | reference (lowest–highest) | ours ÷ reference, medians | target | met |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, v := range vs {
 		ref := "—"
 		if v.Reference != "" {
-			ref = number(v.RefValue) + " " + v.Unit + " (" + v.RefName + ")"
+			ref = withSpread(v.RefValue, v.Unit, v.RefSpread) + " (" + v.RefName + ")"
 		}
 		met := "no"
 		switch {
@@ -242,7 +273,7 @@ func table(w io.Writer, vs []verdict) {
 		case v.Met:
 			met = "yes"
 		}
-		fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s |\n", v.Scenario, number(v.Value), v.Unit, ref, ratioText(v), v.Target, met)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", v.Scenario, withSpread(v.Value, v.Unit, v.Spread), ref, ratioText(v), v.Target, met)
 	}
 }
 
