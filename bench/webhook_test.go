@@ -147,8 +147,11 @@ type botWorld struct {
 	owner, repo string
 	tree        string // the repository's files, rewritten for each merge
 	ns          string
-	url         string
+	url         string // the first bot's
 	logs        *testenv.LogBuffer
+	// env is every bot's environment; bots are the processes started.
+	env  []string
+	bots []*exec.Cmd
 }
 
 func startBotWorld(b *testing.B) *botWorld {
@@ -178,33 +181,42 @@ func startBotWorld(b *testing.B) *botWorld {
 		}
 	})
 
+	w.env = append(os.Environ(),
+		"KUBECONFIG="+kc, "KUSIONPR_WEBHOOK_SECRET="+botSecret,
+		fmt.Sprintf("KUSIONPR_APP_ID=%d", botAppID), "KUSIONPR_APP_PRIVATE_KEY_PATH="+keyPath,
+		"KUSIONPR_GITHUB_API_URL="+w.gh.URL, "KUSIONPR_BACKEND="+bucket, "KUSIONPR_SHUTDOWN_TIMEOUT=30s")
+	w.url = w.startBot(b, bin, w.logs)
+	return w
+}
+
+// startBot starts one more bot process on the world's store and GitHub,
+// logging to logs, and returns its address once it serves.
+func (w *botWorld) startBot(b *testing.B, bin string, logs *testenv.LogBuffer) string {
+	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatalf("finding a free port for the bot: %v", err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	w.url = "http://" + addr
+	url := "http://" + addr
 	proc := exec.Command(bin)
-	proc.Env = append(os.Environ(),
-		"KUBECONFIG="+kc, "KUSIONPR_WEBHOOK_SECRET="+botSecret,
-		fmt.Sprintf("KUSIONPR_APP_ID=%d", botAppID), "KUSIONPR_APP_PRIVATE_KEY_PATH="+keyPath,
-		"KUSIONPR_GITHUB_API_URL="+w.gh.URL, "KUSIONPR_BACKEND="+bucket, "KUSIONPR_SHUTDOWN_TIMEOUT=30s",
-		"KUSIONPR_LISTEN="+addr)
-	proc.Stderr = w.logs
+	proc.Env = append(append([]string(nil), w.env...), "KUSIONPR_LISTEN="+addr)
+	proc.Stderr = logs
 	if err := proc.Start(); err != nil {
 		b.Fatalf("starting the bot: %v", err)
 	}
+	w.bots = append(w.bots, proc)
 	b.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
 	w.waitFor(b, "the bot to come up and finish its recovery pass", 90*time.Second, func() bool {
-		resp, err := http.Get(w.url + "/healthz")
+		resp, err := http.Get(url + "/healthz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK && strings.Contains(w.logs.String(), "recovery queued")
+		return resp.StatusCode == http.StatusOK && strings.Contains(logs.String(), "recovery queued")
 	})
-	return w
+	return url
 }
 
 // writeSpec writes the stack: a namespace and Deployments whose pods carry

@@ -70,6 +70,7 @@ func rows() []row {
 		kapp  = "apply the same 1,000 from empty"
 		jobs  = "50 merges over 20 stacks as Kubernetes Jobs, two bots (a fifth delivered to both): from hand-over to the Job made"
 		drift = "drift scan of 100 applied stacks of 20 objects each, 5 changed by hand"
+		tput  = "100 merges over 50 stacks delivered within a minute, alternately to two bots on one store: from delivery to the release's end"
 	)
 	return []row{
 		{Scenario: kube, Benchmark: "BenchmarkPreviewKubernetes", Ours: "ours-s", Reference: "kubectl-s", RefName: "kubectl diff --server-side", Unit: "s", target: target{"faster", 5}},
@@ -93,6 +94,12 @@ func rows() []row {
 		{Scenario: "… GitHub requests of the first scan keeping the issues (5 opened)", Benchmark: "BenchmarkDriftScan", Ours: "requests-first", Unit: "requests", target: target{"equal", 6}},
 		{Scenario: "… of the next scan (nothing new to say)", Benchmark: "BenchmarkDriftScan", Ours: "requests-again", Unit: "requests", target: target{"equal", 1}},
 		{Scenario: "policy: 10 Rego rules judging the 1,000-object preview, 10% changed (one Eval, the input's conversion included)", Benchmark: "BenchmarkPolicyEval", Ours: "eval-ms", Reference: "json-ms", RefName: "writing the same preview as preview -o json", Unit: "ms"},
+		{Scenario: tput, Benchmark: "BenchmarkMergeThroughput", Ours: "p50-ms", Unit: "ms (p50)"},
+		{Scenario: "… p99", Benchmark: "BenchmarkMergeThroughput", Ours: "p99-ms", Unit: "ms (p99)"},
+		{Scenario: "… merges applied exactly once", Benchmark: "BenchmarkMergeThroughput", Ours: "applied", Unit: "merges", target: target{"equal", 100}},
+		{Scenario: "… older merges applied after a newer one", Benchmark: "BenchmarkMergeThroughput", Ours: "late", Unit: "stacks", target: target{"equal", 0}},
+		{Scenario: "… the two bots' CPU for the 100 merges", Benchmark: "BenchmarkMergeThroughput", Ours: "cpu-s", Unit: "s"},
+		{Scenario: "… a bot's peak resident memory", Benchmark: "BenchmarkMergeThroughput", Ours: "rss-MB", Unit: "MB"},
 		{Scenario: "latest revision among 1,000 releases on MinIO", Benchmark: "BenchmarkLatestRelease", Ours: "requests@1000", Reference: "requests@10", RefName: "the same among 10 releases", Unit: "requests", target: target{"same", 0}},
 	}
 }
