@@ -44,7 +44,7 @@ func TestParseAndJudge(t *testing.T) {
 		{key: "BenchmarkPreviewKubernetes/ours-s/kubectl-s", met: true}, // 5.14× faster than kubectl
 		{key: "BenchmarkPreviewKubernetes/ours-s/loop-s", met: true},    // 0.71 of the loop
 		{key: "BenchmarkApplyKubernetes/ours-s/loop-s", met: true},      // 1.81 of the loop checking nothing: no target
-		{key: "BenchmarkApplyKubernetes/ours-s/checked-s", met: false}, // 1.43 of the loop checking as ours does
+		{key: "BenchmarkApplyKubernetes/ours-s/checked-s", met: false},  // 1.43 of the loop checking as ours does
 		{key: "BenchmarkLatestRelease/requests@1000/requests@10", met: true},
 		{key: "BenchmarkWebhookAck/p99-ms/", none: true},
 	}
