@@ -153,3 +153,32 @@ func TestBrokenPolicyFailsClosed(t *testing.T) {
 		t.Errorf("an apply judged by a broken policy wrote releases %v", revs)
 	}
 }
+
+// TestOperatorPolicies: the operator's own policy folder judges a
+// repository that has none: its rule denies the plan, named apart from a
+// repository's.
+func TestOperatorPolicies(t *testing.T) {
+	rules := t.TempDir()
+	if err := os.WriteFile(filepath.Join(rules, "org.rego"), []byte(`package main
+
+deny contains {"msg": "the organisation allows no ConfigMap named settings", "rule": "org-no-settings"} if {
+	some step in input.preview.changeSteps
+	step.to.attributes.kind == "ConfigMap"
+	step.to.attributes.metadata.name == "settings"
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, withEnv("KUSIONPR_POLICIES="+rules))
+	const number, head = 83, "8300000000000000000000000000000000000000"
+	w.pullRequest(number, head)
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", w.prComment(number, "someone", "/kusion preview"))
+	w.waitFor("the preview's check run", func() bool { return w.stackCheck("kusion/preview: apps/web/dev", head).Status == "completed" })
+	if c := w.stackCheck("kusion/preview: apps/web/dev", head); c.Conclusion != "failure" || !strings.Contains(c.Title, "org-no-settings") {
+		t.Errorf("the stack's check run: %s %q", c.Conclusion, c.Title)
+	}
+	w.waitFor("the preview's comment", func() bool { return w.commentsContaining(number, "**Denied** by `org-no-settings`") == 1 })
+	if w.commentsContaining(number, "Rules of `the operator's`") != 1 {
+		t.Errorf("the comment does not say whose rules: %+v", w.gh.Comments(w.owner, w.repo, number))
+	}
+}
