@@ -176,6 +176,13 @@ func ReadPolicyFolder(fsys fs.FS) (map[string]string, error) {
 		if d.IsDir() || !strings.HasSuffix(p, ".rego") {
 			return nil
 		}
+		if !d.Type().IsRegular() {
+			// A link could name a file outside the folder (a credential
+			// of the runner's), whose text a parse error would quote; the
+			// policy package refuses one for the same reason, but sees
+			// only what is read here.
+			return fmt.Errorf("policy %s: not a regular file (a symbolic link?): refused", p)
+		}
 		if len(out) >= MaxPolicyFiles {
 			return fmt.Errorf("more than %d policy files", MaxPolicyFiles)
 		}

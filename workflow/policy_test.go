@@ -36,6 +36,14 @@ func TestLoadPolicies(t *testing.T) {
 	os.WriteFile(filepath.Join(checkout, "policy", "head.rego"), []byte(denyAll), 0o644)
 	os.WriteFile(filepath.Join(checkout, "policy", "README.md"), []byte("not a rule"), 0o644)
 	gh := folders{"base1:policy": {"base.rego": []byte(denyAll), "notes.txt": []byte("x")}}
+	// A checkout whose policy folder links to a file of the runner's.
+	secret := filepath.Join(t.TempDir(), "kubeconfig")
+	os.WriteFile(secret, []byte("token: do-not-show"), 0o600)
+	linked := t.TempDir()
+	os.MkdirAll(filepath.Join(linked, "policy"), 0o755)
+	if err := os.Symlink(secret, filepath.Join(linked, "policy", "creds.rego")); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name      string
 		src       PolicySource
@@ -49,6 +57,7 @@ func TestLoadPolicies(t *testing.T) {
 		{name: "GitHub failing", src: PolicySource{Folder: "policy", Ref: "broken", GitHub: gh, Extra: map[string]string{"operator/org/a.rego": denyAll}}, loadError: "reading policy/ at broken: 502 Bad Gateway"},
 		{name: "no client for the base", src: PolicySource{Folder: "policy", Ref: "base1", Checkout: checkout}, loadError: "no GitHub client"},
 		{name: "no folder", src: PolicySource{Checkout: checkout}},
+		{name: "a link to a file outside", src: PolicySource{Folder: "policy", Checkout: linked, SHA: "abc"}, loadError: "creds.rego: not a regular file (a symbolic link?): refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := LoadPolicies(t.Context(), tc.src)
