@@ -94,28 +94,24 @@ func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts 
 		return nil, fmt.Errorf("%s %s: read latest release: %w", op.verb, st.Stack, err)
 	}
 	var early *Preview
-	if opts.Check != nil {
+	// A running or failed latest release is not settled whatever the
+	// objects say: the run goes on to take the stack (and be told who
+	// holds it) or to record a release that ends well.
+	mayBeUnchanged := opts.SkipUnchanged && (latest == nil || latest.Phase == model.PhaseSucceeded)
+	if opts.Check != nil || mayBeUnchanged {
 		p, err := e.preview(ctx, st, latest)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", op.verb, st.Stack, err)
+		if opts.Check != nil {
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", op.verb, st.Stack, err)
+			}
+			if err := p.Err(); err != nil {
+				return &Result{Preview: p}, fmt.Errorf("%s %s: preview failed, nothing changed: %w", op.verb, st.Stack, err)
+			}
+			if err := opts.Check(ctx, p); err != nil {
+				return &Result{Preview: p}, &RefusedError{Err: err}
+			}
 		}
-		if err := p.Err(); err != nil {
-			return &Result{Preview: p}, fmt.Errorf("%s %s: preview failed, nothing changed: %w", op.verb, st.Stack, err)
-		}
-		if err := opts.Check(ctx, p); err != nil {
-			return &Result{Preview: p}, &RefusedError{Err: err}
-		}
-		early = p
-		if opts.SkipUnchanged && (latest == nil || latest.Phase == model.PhaseSucceeded) && p.Settled() {
-			e.logger().Info(op.verb+": nothing to change; no release written", "project", st.Project, "workspace", st.Workspace, "stack", st.Stack)
-			return &Result{Preview: p, Unchanged: true}, nil
-		}
-	} else if opts.SkipUnchanged && (latest == nil || latest.Phase == model.PhaseSucceeded) {
-		// A running or failed latest release is not settled whatever the
-		// objects say: the run goes on to take the stack (and be told who
-		// holds it) or to record a release that ends well.
-		p, err := e.preview(ctx, st, latest)
-		if err == nil && p.Settled() {
+		if err == nil && mayBeUnchanged && p.Settled() {
 			e.logger().Info(op.verb+": nothing to change; no release written", "project", st.Project, "workspace", st.Workspace, "stack", st.Stack)
 			return &Result{Preview: p, Unchanged: true}, nil
 		}
