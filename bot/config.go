@@ -366,11 +366,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	if c.QueueWait <= 0 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_QUEUE_WAIT: %s is not a positive duration: want one such as 30m or 2h (default 1h)", c.QueueWait))
 	}
-	for _, r := range c.ApplyInQueue {
-		if r != "*" && strings.Count(r, "/") != 1 {
-			errs = append(errs, fmt.Errorf("KUSIONPR_APPLY_IN_QUEUE: %q is not a repository (owner/name) or *", r))
-		}
-	}
+	errs = append(errs, checkRepositoryList("KUSIONPR_APPLY_IN_QUEUE", c.ApplyInQueue)...)
 	errs = append(errs, c.checkDrift()...)
 	switch c.PolicyOverride {
 	case "admin", "maintain", "write", "none":
@@ -451,11 +447,7 @@ func (c *Config) checkDrift() []error {
 	if c.DriftEvery < 0 || c.DriftJitter < 0 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_DRIFT_EVERY and KUSIONPR_DRIFT_JITTER: %s and %s: want durations such as 6h and 30m, or 0", c.DriftEvery, c.DriftJitter))
 	}
-	for _, r := range c.DriftRepositories {
-		if r != "*" && strings.Count(r, "/") != 1 {
-			errs = append(errs, fmt.Errorf("KUSIONPR_DRIFT_REPOSITORIES: %q is not a repository (owner/name) or *", r))
-		}
-	}
+	errs = append(errs, checkRepositoryList("KUSIONPR_DRIFT_REPOSITORIES", c.DriftRepositories)...)
 	if c.DriftEvery <= 0 {
 		return errs
 	}
@@ -481,10 +473,19 @@ func (c *Config) checkDrift() []error {
 
 // scansDrift reports whether the repository's stacks are scanned for drift.
 func (c *Config) scansDrift(fullName string) bool {
-	if c.DriftEvery <= 0 {
-		return false
-	}
-	for _, r := range c.DriftRepositories {
+	return c.DriftEvery > 0 && listed(c.DriftRepositories, fullName)
+}
+
+// appliesInQueue reports whether the repository's merge queue groups are
+// applied in the queue (ApplyInQueue).
+func (c *Config) appliesInQueue(fullName string) bool {
+	return listed(c.ApplyInQueue, fullName)
+}
+
+// listed says whether a list of repositories (owner/name, or * for all)
+// names fullName; GitHub's names ignore case.
+func listed(list []string, fullName string) bool {
+	for _, r := range list {
 		if r == "*" || strings.EqualFold(r, fullName) {
 			return true
 		}
@@ -492,15 +493,16 @@ func (c *Config) scansDrift(fullName string) bool {
 	return false
 }
 
-// appliesInQueue reports whether the repository's merge queue groups are
-// applied in the queue (ApplyInQueue).
-func (c *Config) appliesInQueue(fullName string) bool {
-	for _, r := range c.ApplyInQueue {
-		if r == "*" || strings.EqualFold(r, fullName) {
-			return true
+// checkRepositoryList refuses an entry of the setting's list that is
+// neither owner/name nor *.
+func checkRepositoryList(setting string, list []string) []error {
+	var errs []error
+	for _, r := range list {
+		if r != "*" && strings.Count(r, "/") != 1 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a repository (owner/name) or *", setting, r))
 		}
 	}
-	return false
+	return errs
 }
 
 func (c *Config) allowed(fullName string) bool {
