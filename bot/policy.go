@@ -47,18 +47,11 @@ func (b *Bot) policies(ctx context.Context, c *command, cmd workflow.Command) *w
 	case c.j.queueBase != "":
 		src.Ref = c.j.queueBase
 	case c.pr != nil && !c.j.afterMerge:
-		src.Ref = c.pr.BaseSHA
-		if src.Ref == "" {
-			// Never the head's own rules in its place.
-			return &workflow.Policies{Source: src.Folder + "/", LoadError: "GitHub named no base commit of the pull request to read the policies at"}
-		}
+		src.PullRequest = &policy.PullRequest{Number: c.pr.Number, Author: c.pr.Author, Base: c.pr.BaseSHA, Head: c.ref}
 	}
 	p := workflow.LoadPolicies(ctx, src)
 	if p == nil {
 		return nil
-	}
-	if c.pr != nil && !c.j.afterMerge {
-		p.PullRequest = &policy.PullRequest{Number: c.pr.Number, Author: c.pr.Author, Base: c.pr.BaseSHA, Head: c.ref}
 	}
 	if cmd == workflow.Apply {
 		p.Overrides = c.j.command.OverridePolicy

@@ -219,6 +219,9 @@ type PolicySource struct {
 	Extra map[string]string
 	// Packages are the packages whose rules count (default main).
 	Packages []string
+	// PullRequest is the pull request judged: its rules are read at its
+	// base commit (Ref is its Base), never at its head, and rules see it.
+	PullRequest *policy.PullRequest
 }
 
 // LoadPolicies reads the rules src names: nil when there are none. A folder
@@ -233,7 +236,15 @@ func LoadPolicies(ctx context.Context, src PolicySource) *Policies {
 	if len(src.Extra) > 0 {
 		sources = append(sources, "the operator's")
 	}
+	if pr := src.PullRequest; pr != nil {
+		src.Ref = pr.Base
+	}
 	if dir := strings.Trim(src.Folder, "/"); dir != "" {
+		if src.PullRequest != nil && src.Ref == "" {
+			// Never the head's own rules in the base's place.
+			return &Policies{Folder: src.Folder, Source: dir + "/", PullRequest: src.PullRequest,
+				LoadError: "GitHub named no base commit of the pull request to read the policies at"}
+		}
 		var files map[string]string
 		var err error
 		at := src.Ref
@@ -272,5 +283,6 @@ func LoadPolicies(ctx context.Context, src PolicySource) *Policies {
 		return nil
 	}
 	p.Source = strings.Join(sources, " and ")
+	p.PullRequest = src.PullRequest
 	return p
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/policy"
 )
 
 // folders is a FolderReader of commits' folders.
@@ -56,6 +57,9 @@ func TestLoadPolicies(t *testing.T) {
 		{name: "the operator's alone", src: PolicySource{Folder: "policy", Ref: "base2", GitHub: gh, Extra: map[string]string{"operator/org/a.rego": denyAll}}, files: []string{"operator/org/a.rego"}},
 		{name: "GitHub failing", src: PolicySource{Folder: "policy", Ref: "broken", GitHub: gh, Extra: map[string]string{"operator/org/a.rego": denyAll}}, loadError: "reading policy/ at broken: 502 Bad Gateway"},
 		{name: "no client for the base", src: PolicySource{Folder: "policy", Ref: "base1", Checkout: checkout}, loadError: "no GitHub client"},
+		{name: "a pull request's, at its base", src: PolicySource{Folder: "policy", GitHub: gh, Checkout: checkout, PullRequest: &policy.PullRequest{Number: 7, Base: "base1", Head: "head7"}}, files: []string{"policy/base.rego"}},
+		{name: "a pull request without a base commit", src: PolicySource{Folder: "policy", GitHub: gh, Checkout: checkout, PullRequest: &policy.PullRequest{Number: 7, Head: "head7"}}, loadError: "no base commit of the pull request"},
+		{name: "a pull request without a base, no folder read", src: PolicySource{Checkout: checkout, PullRequest: &policy.PullRequest{Number: 7}}},
 		{name: "no folder", src: PolicySource{Checkout: checkout}},
 		{name: "a link to a file outside", src: PolicySource{Folder: "policy", Checkout: linked, SHA: "abc"}, loadError: "creds.rego: not a regular file (a symbolic link?): refused"},
 	} {

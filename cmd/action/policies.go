@@ -27,16 +27,10 @@ func actionPolicies(ctx context.Context, in func(string) string, gh *githubapi.C
 	src := workflow.PolicySource{Folder: dir, GitHub: gh, Checkout: checkout, SHA: change.SHA, Packages: list(in("policy-packages"))}
 	switch {
 	case pr != nil:
-		if pr.BaseSHA == "" {
-			return &workflow.Policies{Folder: dir, Source: dir + "/", LoadError: "the event names no base commit of the pull request to read the policies at"}, nil
-		}
-		src.Ref = pr.BaseSHA
+		src.PullRequest = &policy.PullRequest{Number: pr.Number, Author: pr.Author, Base: pr.BaseSHA, Head: pr.HeadSHA}
 	case change.Base != "":
 		src.Ref = change.Base
 	}
 	p := workflow.LoadPolicies(ctx, src)
-	if p != nil && pr != nil {
-		p.PullRequest = &policy.PullRequest{Number: pr.Number, Author: pr.Author, Base: pr.BaseSHA, Head: pr.HeadSHA}
-	}
 	return p, nil
 }
