@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +44,9 @@ type command struct {
 	// ok says which exit codes are success (kubectl diff exits 1 when it
 	// finds differences); nil means 0 only.
 	ok func(code int) bool
+	// peak, if set, is raised to the process's peak resident memory in
+	// bytes when it is higher.
+	peak *int64
 }
 
 // run runs c and returns how long it took, failing the benchmark if it
@@ -57,6 +61,12 @@ func (c command) run(b *testing.B) time.Duration {
 	start := time.Now()
 	err := cmd.Run()
 	took := time.Since(start)
+	if c.peak != nil && cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			// Linux gives ru_maxrss in KiB.
+			*c.peak = max(*c.peak, int64(ru.Maxrss)*1024)
+		}
+	}
 	code := 0
 	if ee, isExit := err.(*exec.ExitError); isExit {
 		code = ee.ExitCode()

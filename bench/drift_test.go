@@ -81,8 +81,8 @@ func BenchmarkDriftScan(b *testing.B) {
 	action := binary(b, "../cmd/action")
 	dir, prefix := b.TempDir(), "bd-"+suffix()
 	backend := "file://" + filepath.Join(b.TempDir(), "releases")
-	createNamespaces(b, kc, prefix)
-	b.Cleanup(func() { deleteNamespaces(b, kc, prefix) })
+	createNamespaces(b, kc, prefix, namespaces)
+	b.Cleanup(func() { deleteNamespaces(b, kc, prefix, namespaces) })
 	env := []string{"KUBECONFIG=" + kc}
 	stacks := driftRepository(b, dir, prefix)
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -30,42 +31,53 @@ func objects(prefix string, changed bool) []map[string]any {
 	for n := range namespaces {
 		ns := fmt.Sprintf("%s-%d", prefix, n)
 		for i := range perNamespace {
-			name := fmt.Sprintf("app-%03d", i)
 			version := "v1"
 			if changed && i%10 == 0 {
 				version = "v2"
 			}
-			labels := map[string]any{"app": name, "tier": "bench"}
-			var obj map[string]any
-			switch i % 3 {
-			case 0:
-				obj = map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{
-					"version": version, "log-level": "info", "feature-flags": "search,checkout", "greeting": "hello from " + name,
-				}}
-			case 1:
-				obj = map[string]any{"apiVersion": "v1", "kind": "Service", "spec": map[string]any{
-					"selector": labels,
-					"ports":    []any{map[string]any{"name": "http-" + version, "port": 80, "targetPort": 8080}},
-				}}
-			default:
-				obj = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{
-					"replicas": 0,
-					"selector": map[string]any{"matchLabels": labels},
-					"template": map[string]any{
-						"metadata": map[string]any{"labels": labels},
-						"spec": map[string]any{"containers": []any{map[string]any{
-							"name": "app", "image": "nginx:1.27",
-							"env":   []any{map[string]any{"name": "VERSION", "value": version}},
-							"ports": []any{map[string]any{"containerPort": 8080}},
-						}}},
-					},
-				}}
-			}
-			obj["metadata"] = map[string]any{"name": name, "namespace": ns, "labels": labels}
-			out = append(out, obj)
+			out = append(out, object(i%3, ns, fmt.Sprintf("app-%03d", i), version))
 		}
 	}
 	return out
+}
+
+// object is one object of a benchmark's stack: kind 0 a ConfigMap, 1 a
+// Service, 2 a Deployment (replicas 0), 3 a Secret; version is what a
+// change alters.
+func object(kind int, ns, name, version string) map[string]any {
+	labels := map[string]any{"app": name, "tier": "bench"}
+	var obj map[string]any
+	switch kind {
+	case 0:
+		obj = map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{
+			"version": version, "log-level": "info", "feature-flags": "search,checkout", "greeting": "hello from " + name,
+		}}
+	case 1:
+		obj = map[string]any{"apiVersion": "v1", "kind": "Service", "spec": map[string]any{
+			"selector": labels,
+			"ports":    []any{map[string]any{"name": "http-" + version, "port": 80, "targetPort": 8080}},
+		}}
+	case 2:
+		obj = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{
+			"replicas": 0,
+			"selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{"containers": []any{map[string]any{
+					"name": "app", "image": "nginx:1.27",
+					"env":   []any{map[string]any{"name": "VERSION", "value": version}},
+					"ports": []any{map[string]any{"containerPort": 8080}},
+				}}},
+			},
+		}}
+	default:
+		obj = map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": map[string]any{
+			"password": base64.StdEncoding.EncodeToString([]byte("s3cret-" + name + "-" + version)),
+			"username": base64.StdEncoding.EncodeToString([]byte(name)),
+		}}
+	}
+	obj["metadata"] = map[string]any{"name": name, "namespace": ns, "labels": labels}
+	return obj
 }
 
 // kubeStack writes the objects as our stack (a spec) and as manifests for
@@ -101,10 +113,10 @@ func kubeStack(b *testing.B, dir, project string, objs []map[string]any) (stack,
 	return stack, manifests
 }
 
-func createNamespaces(b *testing.B, kubeconfig, prefix string) {
+func createNamespaces(b *testing.B, kubeconfig, prefix string, count int) {
 	b.Helper()
 	var docs strings.Builder
-	for n := range namespaces {
+	for n := range count {
 		fmt.Fprintf(&docs, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s-%d}\n", prefix, n)
 	}
 	cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig, "create", "-f", "-")
@@ -116,10 +128,10 @@ func createNamespaces(b *testing.B, kubeconfig, prefix string) {
 
 // deleteNamespaces deletes a namespace set and waits until it is gone, so
 // that the namespace controller's work does not land in the next timing.
-func deleteNamespaces(b *testing.B, kubeconfig, prefix string) {
+func deleteNamespaces(b *testing.B, kubeconfig, prefix string, count int) {
 	b.Helper()
 	var names []string
-	for n := range namespaces {
+	for n := range count {
 		names = append(names, fmt.Sprintf("%s-%d", prefix, n))
 	}
 	args := append([]string{"--kubeconfig", kubeconfig, "delete", "namespace", "--ignore-not-found", "--timeout=5m"}, names...)
@@ -137,8 +149,8 @@ func BenchmarkPreviewKubernetes(b *testing.B) {
 	action, minimal := binary(b, "../cmd/action"), binary(b, "./testdata/minimal")
 	dir, prefix := b.TempDir(), "bp-"+suffix()
 	backend := "file://" + filepath.Join(dir, "releases")
-	createNamespaces(b, kc, prefix)
-	b.Cleanup(func() { deleteNamespaces(b, kc, prefix) })
+	createNamespaces(b, kc, prefix, namespaces)
+	b.Cleanup(func() { deleteNamespaces(b, kc, prefix, namespaces) })
 	env := []string{"KUBECONFIG=" + kc}
 
 	stack, _ := kubeStack(b, dir, prefix, objects(prefix, false))
@@ -206,17 +218,17 @@ func BenchmarkApplyKubernetes(b *testing.B) {
 	var last string
 	b.Cleanup(func() {
 		if last != "" {
-			deleteNamespaces(b, kc, last)
+			deleteNamespaces(b, kc, last, namespaces)
 		}
 	})
 	c := &contenders{
 		names: []string{"ours", "kubectl", "loop", "checked"},
 		setup: func(b *testing.B, name string, n int) {
 			if last != "" {
-				deleteNamespaces(b, kc, last)
+				deleteNamespaces(b, kc, last, namespaces)
 			}
 			prefix := fmt.Sprintf("ba%s-%s%d", run, name[:1], n)
-			createNamespaces(b, kc, prefix)
+			createNamespaces(b, kc, prefix, namespaces)
 			stack, manifests := kubeStack(b, dir, prefix, objects(prefix, false))
 			targets[name] = target{stack, manifests, prefix}
 			last = prefix

@@ -57,6 +57,9 @@ type row struct {
 	Benchmark string `json:"benchmark"`
 	Ours      string `json:"ours"`
 	Reference string `json:"reference,omitempty"`
+	// RefBenchmark is the benchmark the reference comes from, when it
+	// is another than Benchmark (one size against another).
+	RefBenchmark string `json:"referenceBenchmark,omitempty"`
 	// RefName says what the reference is, for people.
 	RefName string `json:"referenceName,omitempty"`
 	Unit    string `json:"unit"`
@@ -102,6 +105,41 @@ func rows() []row {
 		{Scenario: "… a bot's peak resident memory", Benchmark: "BenchmarkMergeThroughput", Ours: "rss-MB", Unit: "MB"},
 		{Scenario: "latest revision among 1,000 releases on MinIO", Benchmark: "BenchmarkLatestRelease", Ours: "requests@1000", Reference: "requests@10", RefName: "the same among 10 releases", Unit: "requests", target: target{"same", 0}},
 	}
+}
+
+// scaleRows are the rows of BenchmarkScaleKubernetes (make bench-scale):
+// each step at each size against kubectl, then how the time per object at
+// 10,000 compares with that at 1,000, and the peak memory.
+func scaleRows() []row {
+	steps := []struct{ metric, name, kubectl string }{
+		{"preview-empty", "preview, nothing applied", "kubectl diff --server-side"},
+		{"apply", "apply from empty", "kubectl apply --server-side"},
+		{"preview-same", "preview, nothing changed", "kubectl diff --server-side"},
+		{"preview-changed", "preview, 1% changed", "kubectl diff --server-side"},
+		{"destroy", "destroy", "kubectl delete"},
+	}
+	sizes := []struct{ n, label string }{{"1000", "1,000"}, {"5000", "5,000"}, {"10000", "10,000"}}
+	var out []row
+	for _, st := range steps {
+		for _, sz := range sizes {
+			out = append(out, row{Scenario: st.name + ", " + sz.label + " objects", Benchmark: "BenchmarkScaleKubernetes/objects=" + sz.n,
+				Ours: st.metric + "-s", Reference: "kubectl-" + st.metric + "-s", RefName: st.kubectl + ", one run", Unit: "s"})
+		}
+	}
+	for _, st := range steps {
+		out = append(out, row{Scenario: st.name + ": time per object at 10,000", Benchmark: "BenchmarkScaleKubernetes/objects=10000",
+			Ours: st.metric + "-us", RefBenchmark: "BenchmarkScaleKubernetes/objects=1000", Reference: st.metric + "-us",
+			RefName: "at 1,000", Unit: "µs", target: target{"within", 1.3}})
+	}
+	for _, sz := range sizes {
+		r := row{Scenario: "peak resident memory of one command, " + sz.label + " objects", Benchmark: "BenchmarkScaleKubernetes/objects=" + sz.n,
+			Ours: "peak-MB", Reference: "kubectl-peak-MB", RefName: "kubectl's", Unit: "MB"}
+		if sz.n == "10000" {
+			r.target = target{"below", 1000}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // result is one benchmark's figures.
@@ -183,13 +221,19 @@ func judge(r row, results map[string]result) verdict {
 	v.Spread = spread(res, r.Ours)
 	var ref float64
 	if r.Reference != "" {
-		x, ok := res.Metrics[r.Reference]
+		refRes := res
+		if r.RefBenchmark != "" {
+			if refRes, ok = results[r.RefBenchmark]; !ok {
+				return v
+			}
+		}
+		x, ok := refRes.Metrics[r.Reference]
 		if !ok {
 			return v
 		}
 		ref = x
 		v.RefValue = &ref
-		v.RefSpread = spread(res, r.Reference)
+		v.RefSpread = spread(refRes, r.Reference)
 		if ref != 0 {
 			ratio := ours / ref
 			v.Ratio = &ratio
@@ -294,7 +338,13 @@ type report struct {
 
 func main() {
 	jsonPath := flag.String("json", "", "also write the figures and verdicts as JSON here")
+	set := flag.String("rows", "main", "the table to print: main (make bench) or scale (make bench-scale)")
 	flag.Parse()
+	rowsOf := map[string]func() []row{"main": rows, "scale": scaleRows}[*set]
+	if rowsOf == nil {
+		fmt.Fprintf(os.Stderr, "benchtable: -rows %q: want main or scale\n", *set)
+		os.Exit(2)
+	}
 	results, failed, cpu, err := parse(os.Stdin, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
@@ -303,14 +353,14 @@ func main() {
 	rep := report{Date: time.Now().UTC(), Failed: failed,
 		Machine: map[string]string{"cpu": cpu, "cores": strconv.Itoa(runtime.NumCPU()), "os": runtime.GOOS + "/" + runtime.GOARCH, "go": runtime.Version()}}
 	missing := 0
-	for _, r := range rows() {
+	for _, r := range rowsOf() {
 		v := judge(r, results)
 		if v.Value == nil {
 			missing++
 		}
 		rep.Verdicts = append(rep.Verdicts, v)
 	}
-	for _, r := range rows() {
+	for _, r := range rowsOf() {
 		if res, ok := results[r.Benchmark]; ok && !contains(rep.Benchmarks, r.Benchmark) {
 			rep.Benchmarks = append(rep.Benchmarks, res)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,40 @@ func TestParseAndJudge(t *testing.T) {
 		"| 4.849 s (4.700–5.200) | 27.7 s (26.1–29.9) (kubectl apply --server-side) | 0.17 (5.7× faster) |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestScaleRows: a row judging one size against another reads its
+// reference from the other size's benchmark.
+func TestScaleRows(t *testing.T) {
+	const out = `BenchmarkScaleKubernetes/objects=1000-2  1  1 ns/op  1.000 apply-s  1000 apply-us  30.00 kubectl-apply-s  150.0 peak-MB
+BenchmarkScaleKubernetes/objects=10000-2  1  1 ns/op  14.00 apply-s  1400 apply-us  300.0 kubectl-apply-s  1200 peak-MB  500.0 kubectl-peak-MB
+`
+	results, _, _, err := parse(strings.NewReader(out), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]verdict{}
+	for _, r := range scaleRows() {
+		got[r.Scenario] = judge(r, results)
+	}
+	tests := []struct {
+		scenario string
+		ratio    float64
+		met      bool
+	}{
+		{"apply from empty: time per object at 10,000", 1.4, false},
+		{"apply from empty, 10,000 objects", 14.0 / 300, true},
+		{"peak resident memory of one command, 10,000 objects", 1200.0 / 500, false},
+	}
+	for _, tt := range tests {
+		v := got[tt.scenario]
+		if v.Value == nil || v.Met != tt.met {
+			t.Errorf("%s: value %v met %v, want met %v", tt.scenario, v.Value, v.Met, tt.met)
+		}
+		if v.Ratio != nil && math.Abs(*v.Ratio-tt.ratio) > 1e-9 {
+			t.Errorf("%s: ratio %v, want %v", tt.scenario, *v.Ratio, tt.ratio)
 		}
 	}
 }
