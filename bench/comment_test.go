@@ -180,7 +180,9 @@ func renderChild(out string) error {
 
 	start := time.Now()
 	key := fmt.Sprintf("preview stack=%s workspace=default", commentDir)
-	body, err := r.Comment(p, nil, report.CommentOptions{Marker: githubapi.Marker(key, 1), Location: commentDir})
+	// MaxDetail as workflow.Change sets it for 10 comments: at most a
+	// job summary's 1 MiB.
+	body, err := r.Comment(p, nil, report.CommentOptions{Marker: githubapi.Marker(key, 1), Location: commentDir, MaxDetail: max(10*githubapi.MaxCommentLength, 1<<20)})
 	if err != nil {
 		return fmt.Errorf("render the comment: %w", err)
 	}

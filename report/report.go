@@ -55,7 +55,6 @@ func New() (*Renderer, error) {
 		"changeLines":    changeLines,
 		"driftLines":     driftLines,
 		"textChange":     textChange,
-		"attributesYAML": attributesYAML,
 	} {
 		funcs[name] = f
 	}
@@ -100,6 +99,26 @@ type view struct {
 	RunURL string
 	// Policy is what the policies said of the plan, when some judged it.
 	Policy *PolicyReport
+	// detail, when set, bounds the created resources' attributes shown.
+	detail *detail
+}
+
+// detail is what is left of CommentOptions.MaxDetail as a comment renders.
+type detail struct{ left int }
+
+// AttributesYAML is a created resource's attributes as YAML, or "" once
+// the comment has shown CommentOptions.MaxDetail bytes of them: beyond
+// what GitHub can show of a comment, rendering them (the most of a large
+// preview's time and memory) would only feed the part thrown away.
+func (v view) AttributesYAML(r *model.Resource) string {
+	if v.detail != nil && v.detail.left <= 0 {
+		return ""
+	}
+	s := attributesYAML(r)
+	if v.detail != nil {
+		v.detail.left -= len(s)
+	}
+	return s
 }
 
 // PolicyReport is what the policies said of a stack's plan.
@@ -180,6 +199,11 @@ type CommentOptions struct {
 	RunURL string
 	// Policy is what the policies said of the plan.
 	Policy *PolicyReport
+	// MaxDetail, when above 0, is how many bytes of created resources'
+	// attributes the comment shows; the resources past it are listed
+	// without them. Set it to what the comment's reader can be shown at
+	// most (its parts, a job summary): past it, nothing is lost.
+	MaxDetail int
 }
 
 // plainURL is an address a comment may link as it is: no character that
@@ -195,6 +219,9 @@ func (r *Renderer) Comment(p *engine.Preview, stackErr error, opts CommentOption
 	v.Release = opts.Release
 	v.Location = opts.Location
 	v.Policy = opts.Policy
+	if opts.MaxDetail > 0 {
+		v.detail = &detail{left: opts.MaxDetail}
+	}
 	if opts.Policy.Refused() {
 		v.Failed = true
 	}

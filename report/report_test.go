@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,5 +107,44 @@ func (errBadSpec) Error() string { return "stacks/prod/spec.yaml: resource 2: un
 func TestParseFormat(t *testing.T) {
 	if _, err := report.ParseFormat("yaml"); err == nil || err.Error() != `unknown output format "yaml": want json, markdown or text` {
 		t.Errorf("ParseFormat(yaml) = %v", err)
+	}
+}
+
+// TestCommentMaxDetail: past MaxDetail bytes of created resources'
+// attributes, a comment lists the rest without theirs, saying why; every
+// resource is still listed, and without MaxDetail all are shown.
+func TestCommentMaxDetail(t *testing.T) {
+	p := &engine.Preview{Project: "shop", Workspace: "prod", Stack: "prod", ChangeSteps: map[string]*engine.Step{}}
+	for i := range 20 {
+		id := fmt.Sprintf("v1:ConfigMap:app:cfg-%02d", i)
+		to := &model.Resource{ID: id, Type: model.Kubernetes, Attributes: map[string]any{"data": map[string]any{"marker": fmt.Sprintf("value-%02d", i)}}}
+		p.StepKeys = append(p.StepKeys, id)
+		p.ChangeSteps[id] = &engine.Step{ID: id, Action: engine.Create, To: to}
+	}
+	r, err := report.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const notShown = "*Attributes not shown: the preview is longer than GitHub shows; `preview -o json` has them all.*"
+	tests := []struct {
+		maxDetail, shown int
+	}{
+		{0, 20},
+		{1, 1},   // the first is shown whole, then the budget is spent
+		{100, 4}, // each is 30 bytes of YAML: the fourth crosses 100
+		{1 << 20, 20},
+	}
+	for _, tt := range tests {
+		body, err := r.Comment(p, nil, report.CommentOptions{MaxDetail: tt.maxDetail})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := strings.Count(body, "marker: value-")
+		if shown != tt.shown || strings.Count(body, notShown) != 20-tt.shown {
+			t.Errorf("MaxDetail %d: %d resources' attributes shown, %d marked not shown; want %d and %d", tt.maxDetail, shown, strings.Count(body, notShown), tt.shown, 20-tt.shown)
+		}
+		if n := strings.Count(body, "<code>v1:ConfigMap:app:cfg-"); n != 20 {
+			t.Errorf("MaxDetail %d: %d resources listed, want 20", tt.maxDetail, n)
+		}
 	}
 }

@@ -379,7 +379,7 @@ func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 		release = run.Release
 	}
 	body, err := c.Renderer.Comment(p, so.Err, report.CommentOptions{Marker: githubapi.Marker(c.key(st.Dir), 1), Release: release, Location: st.Dir, Destroy: cmd == Destroy, RunURL: run.RunURL,
-		Policy: run.Policy.Report()})
+		Policy: run.Policy.Report(), MaxDetail: maxShown(c.maxParts())})
 	if err != nil {
 		so.Err = errors.Join(so.Err, err)
 		return so
@@ -434,6 +434,13 @@ func (c *Change) comments(so *StackOutcome) bool {
 		return so.failed() || s.Create+s.Update+s.Delete+s.Drift > 0
 	}
 	return true
+}
+
+// maxShown is the most of a stack's report anyone is shown: its comments
+// (parts of GitHub's longest), or the job summary the action writes it to
+// (GitHub takes 1 MiB of one).
+func maxShown(parts int) int {
+	return max(parts*githubapi.MaxCommentLength, 1<<20)
 }
 
 func (c *Change) maxParts() int {
