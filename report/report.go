@@ -51,10 +51,10 @@ func New() (*Renderer, error) {
 	// mdsafe's functions (code, htmlText, fence, plain).
 	funcs := mdsafe.Funcs()
 	for name, f := range map[string]any{
-		"actionIcon":     actionIcon,
-		"changeLines":    changeLines,
-		"driftLines":     driftLines,
-		"textChange":     textChange,
+		"actionIcon":  actionIcon,
+		"changeLines": changeLines,
+		"driftLines":  driftLines,
+		"textChange":  textChange,
 	} {
 		funcs[name] = f
 	}
