@@ -94,7 +94,12 @@ type contenders struct {
 	// fresh namespace set, say); only the contender's own run is timed.
 	setup func(b *testing.B, name string, n int)
 	run   map[string]func(b *testing.B, n int) time.Duration
-	times map[string][]time.Duration
+	// repeat, if set, runs a contender that many times an iteration
+	// (default once): more samples of the quick ones, whose medians a
+	// target compares, without more turns of a slow reference. n counts
+	// a contender's runs then, not the iterations.
+	repeat map[string]int
+	times  map[string][]time.Duration
 }
 
 func (c *contenders) measure(b *testing.B) {
@@ -107,10 +112,14 @@ func (c *contenders) measure(b *testing.B) {
 	for n := 0; b.Loop(); n++ {
 		for i := range c.names {
 			name := c.names[(i+n)%len(c.names)]
-			if c.setup != nil {
-				c.setup(b, name, n)
+			times := max(1, c.repeat[name])
+			for r := range times {
+				k := n*times + r
+				if c.setup != nil {
+					c.setup(b, name, k)
+				}
+				c.times[name] = append(c.times[name], c.run[name](b, k))
 			}
-			c.times[name] = append(c.times[name], c.run[name](b, n))
 		}
 	}
 	for _, name := range c.names {
