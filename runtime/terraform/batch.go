@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-version"
-	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/kusionpr/kusionpr/model"
@@ -465,7 +464,7 @@ func stateFolder(m *module) string { return "state " + m.key }
 func (r *Runtime) planGroup(ctx context.Context, g []*job, m *module) {
 	var plan *tfjson.Plan
 	err := r.folders.run(ctx, batchFolder(m), m.key, m.config, m.state, func(w *workdir) (err error) {
-		plan, err = w.plan(ctx)
+		plan, err = w.plan(ctx, false)
 		return err
 	})
 	for _, j := range g {
@@ -509,13 +508,13 @@ func (r *Runtime) applyIn(ctx context.Context, folder string, g []*job, m *modul
 			// The preview planned exactly this: apply its plan instead of
 			// planning again. Terraform refuses a plan whose state moved
 			// since; then it is planned again.
-			applyErr = w.tf.ApplyJSON(ctx, &diags, tfexec.DirOrPlan(planFile))
+			applyErr = w.applyCmd(ctx, &diags, planFile)
 			if applyErr != nil && strings.Contains(diags.buf.String()+applyErr.Error(), "Saved plan is stale") {
 				diags = diagnostics{}
-				applyErr = w.tf.ApplyJSON(ctx, &diags)
+				applyErr = w.applyCmd(ctx, &diags, "")
 			}
 		} else {
-			applyErr = w.tf.ApplyJSON(ctx, &diags)
+			applyErr = w.applyCmd(ctx, &diags, "")
 		}
 		// The plan is spent: a later apply of the same files must plan.
 		_ = os.Remove(filepath.Join(w.dir, planFile))
@@ -525,7 +524,7 @@ func (r *Runtime) applyIn(ctx context.Context, folder string, g []*job, m *modul
 		}
 		var shown *tfjson.State
 		if raw != nil {
-			if shown, err = w.tf.ShowStateFile(ctx, filepath.Join(w.dir, stateFile)); err != nil {
+			if shown, err = w.showState(ctx, filepath.Join(w.dir, stateFile)); err != nil {
 				return errors.Join(applyErr, fmt.Errorf("show state: %w", err))
 			}
 		}
@@ -579,7 +578,7 @@ func (r *Runtime) destroyGroup(ctx context.Context, g []*job, m *module) {
 	var left []*job
 	ran := false
 	err := r.folders.run(ctx, stateFolder(m), m.key, m.config, m.state, func(w *workdir) error {
-		destroyErr := w.tf.DestroyJSON(ctx, &diags)
+		destroyErr := w.destroyCmd(ctx, &diags)
 		raw, err := w.rawState()
 		if err != nil {
 			return errors.Join(destroyErr, err)
@@ -625,7 +624,7 @@ func (r *Runtime) destroyGroup(ctx context.Context, g []*job, m *module) {
 func (r *Runtime) refreshGroup(ctx context.Context, g []*job, m *module) {
 	var plan *tfjson.Plan
 	err := r.folders.run(ctx, stateFolder(m), m.key, m.config, m.state, func(w *workdir) (err error) {
-		plan, err = w.plan(ctx, tfexec.RefreshOnly(true))
+		plan, err = w.plan(ctx, true)
 		return err
 	})
 	for _, j := range g {
