@@ -411,43 +411,74 @@ func withProvider(raw json.RawMessage, provider string) (json.RawMessage, error)
 	return json.Marshal(entry)
 }
 
-// splitState takes j's resource out of a module's state, as the state of a
-// folder of its own would hold it.
-func splitState(raw []byte, j *job) ([]byte, bool, error) {
+// moduleState is a module's state file read once, its managed resources
+// by type and name: a batch's outcome is read from it for every resource,
+// and reading the whole file for each made a batch of n resources read n
+// times n entries.
+type moduleState struct {
+	file    stateFile4
+	entries map[[2]string][]json.RawMessage
+}
+
+// readModuleState reads a module's state file; nil reads as no state.
+func readModuleState(raw []byte) (*moduleState, error) {
 	if raw == nil {
+		return nil, nil
+	}
+	s := &moduleState{entries: map[[2]string][]json.RawMessage{}}
+	if err := json.Unmarshal(raw, &s.file); err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	for _, r := range s.file.Resources {
+		var head stateResourceHead
+		if err := json.Unmarshal(r, &head); err != nil {
+			return nil, fmt.Errorf("read state: %w", err)
+		}
+		if head.Mode == "managed" {
+			k := [2]string{head.Type, head.Name}
+			s.entries[k] = append(s.entries[k], r)
+		}
+	}
+	return s, nil
+}
+
+// own takes j's resource out of the module's state, as the state of a
+// folder of its own would hold it; found is false when the state does
+// not hold it.
+func (s *moduleState) own(j *job) (state []byte, found bool, err error) {
+	if s == nil {
 		return nil, false, nil
 	}
-	var s stateFile4
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, false, fmt.Errorf("read state: %w", err)
-	}
 	t := j.op.t
-	out := stateFile4{Version: s.Version, TerraformVersion: s.TerraformVersion, Serial: s.Serial, Lineage: "kusionpr-" + t.address(), Outputs: map[string]any{}}
+	entries := s.entries[[2]string{t.resourceType, t.name}]
+	if len(entries) == 0 {
+		return nil, false, nil
+	}
+	out := stateFile4{Version: s.file.Version, TerraformVersion: s.file.TerraformVersion, Serial: s.file.Serial, Lineage: "kusionpr-" + t.address(), Outputs: map[string]any{}}
 	if j.op.state != nil {
 		var own stateFile4
 		if json.Unmarshal(j.op.state, &own) == nil && own.Lineage != "" {
 			out.Lineage = own.Lineage
 		}
 	}
-	for _, r := range s.Resources {
-		var head stateResourceHead
-		if err := json.Unmarshal(r, &head); err != nil {
-			return nil, false, fmt.Errorf("read state: %w", err)
-		}
-		if head.Mode != "managed" || head.Type != t.resourceType || head.Name != t.name {
-			continue
-		}
+	for _, r := range entries {
 		entry, err := withProvider(r, t.providerAddress())
 		if err != nil {
 			return nil, false, fmt.Errorf("read state: %w", err)
 		}
 		out.Resources = append(out.Resources, entry)
 	}
-	if len(out.Resources) == 0 {
-		return nil, false, nil
-	}
 	b, err := json.Marshal(out)
 	return b, true, err
+}
+
+// splitState takes j's resource out of a module's state (moduleState.own).
+func splitState(raw []byte, j *job) ([]byte, bool, error) {
+	s, err := readModuleState(raw)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.own(j)
 }
 
 // batchFolder names a group's working folder. Plans and applies share it:
@@ -497,6 +528,17 @@ func (r *Runtime) applyGroup(ctx context.Context, g []*job, m *module) {
 	}
 }
 
+// stateView is what a module's state says of one resource of it.
+type stateView struct {
+	own   []byte
+	found bool
+	err   error
+	// read: attrs and marked are the object and its sensitive paths.
+	attrs  map[string]any
+	marked []string
+	read   bool
+}
+
 // applyIn applies g in folder and returns the jobs whose outcome the run
 // left unknown, their state set to what it left of them; a group of one
 // has its error instead.
@@ -522,19 +564,40 @@ func (r *Runtime) applyIn(ctx context.Context, folder string, g []*job, m *modul
 		if err != nil {
 			return errors.Join(applyErr, err)
 		}
+		// Each resource's outcome is read from the state file itself;
+		// Terraform's show of it only for what the file does not say
+		// plainly (moduleState.shown).
+		st, stErr := readModuleState(raw)
+		views := make([]stateView, len(g))
+		needShow := false
+		for i, j := range g {
+			v := &views[i]
+			if v.err = stErr; v.err == nil {
+				v.own, v.found, v.err = st.own(j)
+			}
+			if v.err == nil && v.found {
+				v.attrs, v.marked, v.read = st.shown(j)
+				needShow = needShow || !v.read
+			}
+		}
 		var shown *tfjson.State
-		if raw != nil {
+		if needShow {
 			if shown, err = w.showState(ctx, filepath.Join(w.dir, stateFile)); err != nil {
 				return errors.Join(applyErr, fmt.Errorf("show state: %w", err))
 			}
 		}
-		for _, j := range g {
-			own, found, err := splitState(raw, j)
-			if err != nil {
-				j.err = err
+		for i, j := range g {
+			v := views[i]
+			if v.err != nil {
+				j.err = v.err
 				continue
 			}
-			if found && shown != nil {
+			own := v.own
+			switch {
+			case !v.found:
+			case v.read:
+				j.out = j.op.result(v.attrs, union(j.op.schema.Sensitive, v.marked), own)
+			default:
 				if sr := stateResource(shown, j.op.t.address()); sr != nil {
 					sensitive := union(j.op.schema.Sensitive, sensitivePaths(decodeSensitivity(sr.SensitiveValues), ""))
 					j.out = j.op.result(sr.AttributeValues, sensitive, own)
@@ -584,8 +647,12 @@ func (r *Runtime) destroyGroup(ctx context.Context, g []*job, m *module) {
 			return errors.Join(destroyErr, err)
 		}
 		ran = true
+		st, stErr := readModuleState(raw)
 		for _, j := range g {
-			_, found, err := splitState(raw, j)
+			found, err := false, stErr
+			if err == nil {
+				_, found, err = st.own(j)
+			}
 			switch {
 			case err != nil:
 				j.err = err
