@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -32,10 +33,15 @@ import (
 // states merged into one state file and split again afterwards: the release
 // still records one state per resource, and a resource still fails alone.
 
-// batchWindow is how long a batch waits for more calls after the first: the
-// engine starts every ready resource of a batching runtime at once, so they
-// arrive within microseconds.
-const batchWindow = 20 * time.Millisecond
+// A batch takes calls until none came for batchQuiet, and batchWindow
+// after its first at the latest: the engine starts every ready resource of
+// a batching runtime at once, so they arrive microseconds apart (tens of
+// microseconds on a loaded machine), and a batch that waited the whole
+// window for calls that had all come cost a plan and an apply 20 ms each.
+const (
+	batchWindow = 50 * time.Millisecond
+	batchQuiet  = 4 * time.Millisecond
+)
 
 type batchKind string
 
@@ -79,6 +85,8 @@ type batch struct {
 	live    int
 	started bool
 	done    chan struct{}
+	// opened and last are when the first and the latest job came.
+	opened, last time.Time
 }
 
 // do adds j to the open batch of its kind, opening one if needed, and
@@ -96,22 +104,11 @@ func (b *batcher) do(ctx context.Context, kind batchKind, j *job) {
 		// The first job's context carries the values (a logger) the batch
 		// runs with; none of the jobs' ends it alone.
 		bctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-		bt = &batch{kind: kind, ctx: bctx, cancel: cancel, done: make(chan struct{})}
+		bt = &batch{kind: kind, ctx: bctx, cancel: cancel, done: make(chan struct{}), opened: time.Now()}
 		b.open[kind] = bt
-		time.AfterFunc(batchWindow, func() {
-			b.mu.Lock()
-			if b.open[kind] == bt {
-				delete(b.open, kind)
-			}
-			bt.started = true
-			b.mu.Unlock()
-			if len(bt.jobs) > 0 {
-				b.run(bt)
-			}
-			bt.cancel(nil)
-			close(bt.done)
-		})
+		time.AfterFunc(batchQuiet, func() { b.close(kind, bt) })
 	}
+	bt.last = time.Now()
 	bt.jobs = append(bt.jobs, j)
 	bt.live++
 	stop := context.AfterFunc(ctx, func() {
@@ -144,10 +141,43 @@ func (b *batcher) do(ctx context.Context, kind batchKind, j *job) {
 	<-bt.done
 }
 
+// close runs bt once no call came for batchQuiet, or batchWindow after its
+// first: until then it looks again when that time comes.
+func (b *batcher) close(kind batchKind, bt *batch) {
+	// A timer that fired late, the process having been off the CPU, may
+	// run before the calls that were ready to join when it stopped: let
+	// those run first.
+	runtime.Gosched()
+	b.mu.Lock()
+	if wait := time.Until(minTime(bt.last.Add(batchQuiet), bt.opened.Add(batchWindow))); wait > 0 {
+		b.mu.Unlock()
+		time.AfterFunc(wait, func() { b.close(kind, bt) })
+		return
+	}
+	if b.open[kind] == bt {
+		delete(b.open, kind)
+	}
+	bt.started = true
+	b.mu.Unlock()
+	if len(bt.jobs) > 0 {
+		b.run(bt)
+	}
+	bt.cancel(nil)
+	close(bt.done)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
 // runBatch runs a batch as groups that can share a root module: one
 // provider source per local name, one version per source, one resource per
 // address.
 func (r *Runtime) runBatch(bt *batch) {
+	r.cfg.Logger.Debug("terraform batch", "kind", bt.kind, "calls", len(bt.jobs), "gathered", time.Since(bt.opened))
 	sort.Slice(bt.jobs, func(i, k int) bool { return bt.jobs[i].op.res.ID < bt.jobs[k].op.res.ID })
 	var groups [][]*job
 	for _, j := range bt.jobs {
