@@ -92,21 +92,10 @@ func (f *folders) with(ctx context.Context, key string, config, state []byte, fn
 	}
 	defer release()
 
+	// A folder holding a plan of exactly these files is left as it is.
 	planned := samePlan(dir, config, state)
-	if err := writeFile(filepath.Join(dir, configFile), config); err != nil {
-		return err
-	}
-	stale := []string{stateFile, stateFile + ".backup"}
 	if !planned {
-		stale = append(stale, planFile)
-	}
-	for _, name := range stale {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("working folder: %w", err)
-		}
-	}
-	if state != nil {
-		if err := writeFile(filepath.Join(dir, stateFile), state); err != nil {
+		if err := writeFiles(dir, config, state); err != nil {
 			return err
 		}
 	}
@@ -127,6 +116,23 @@ func (f *folders) with(ctx context.Context, key string, config, state []byte, fn
 		f.mu.Unlock()
 	}
 	return fn(&workdir{dir: dir, tf: tf, binary: f.cfg.Binary, env: f.cfg.execEnviron(), planned: planned})
+}
+
+// writeFiles writes config and state (nil: none) into dir, and removes what
+// an earlier command left: its state backup and its plan.
+func writeFiles(dir string, config, state []byte) error {
+	if err := writeFile(filepath.Join(dir, configFile), config); err != nil {
+		return err
+	}
+	for _, name := range []string{stateFile, stateFile + ".backup", planFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("working folder: %w", err)
+		}
+	}
+	if state != nil {
+		return writeFile(filepath.Join(dir, stateFile), state)
+	}
+	return nil
 }
 
 // samePlan says whether dir holds a plan of exactly config and state: the
