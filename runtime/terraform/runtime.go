@@ -1,9 +1,9 @@
 // Package terraform is the Terraform runtime: each resource of Kusion's
 // Terraform model (id providerNamespace:providerName:resourceType:name, the
-// provider in extensions) is planned, applied and destroyed through
-// terraform-exec, with terraform or tofu. Plans, and applies, asked at about
-// the same time run together as one root module (batch.go); each resource
-// keeps a state of its own, and a resource that fails fails alone.
+// provider in extensions) is planned, applied and destroyed with terraform
+// or tofu (exec.go; init through terraform-exec). Plans, and applies, asked
+// at about the same time run together as one root module (batch.go); each
+// resource keeps a state of its own, and a resource that fails fails alone.
 //
 // The working folders are a cache. A resource's Terraform state is recorded in
 // the release (model.StateExtension) and written back before every command,
@@ -427,7 +427,8 @@ func (op *operation) result(attrs map[string]any, sensitive []string, state []by
 // fail wraps err with what was being done, every sensitive value masked.
 func (op *operation) fail(verb string, err error) error {
 	msg := strings.TrimSpace(err.Error())
-	// terraform-exec puts the exit status first; Terraform's own words follow.
+	// A failed command's error has the exit status first (exec.go, and
+	// terraform-exec's likewise); Terraform's own words follow.
 	if first, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(first, "exit status ") {
 		msg = strings.TrimSpace(rest)
 	}
