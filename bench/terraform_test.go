@@ -11,8 +11,6 @@ import (
 	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
-const terraformResources = 50
-
 // BenchmarkApplyTerraform applies 50 terraform_data resources from nothing:
 // ours (a spec of 50 Terraform resources, planned and applied as one batch,
 // with a state per resource kept in the release) against one `terraform
@@ -23,8 +21,15 @@ const terraformResources = 50
 // warm, as a runner with a cache runs them: our working folders and the
 // reference's are initialised once, untimed, and every timed run starts
 // with no state.
-func BenchmarkApplyTerraform(b *testing.B) {
-	w := newTerraformWorld(b)
+func BenchmarkApplyTerraform(b *testing.B) { applyTerraform(b, 50) }
+
+// BenchmarkApplyTerraform200 is the same with 200 resources: what grows
+// with the stack (the plan's JSON, the state split into one per resource,
+// the release) shows here.
+func BenchmarkApplyTerraform200(b *testing.B) { applyTerraform(b, 200) }
+
+func applyTerraform(b *testing.B, resources int) {
+	w := newTerraformWorld(b, resources)
 	c := &contenders{
 		names: []string{"ours", "terraform", "planned"},
 		run: map[string]func(*testing.B, int) time.Duration{
@@ -51,7 +56,7 @@ func BenchmarkApplyTerraform(b *testing.B) {
 // `terraform destroy` of the root module. Each timed run starts from an
 // untimed apply of its own.
 func BenchmarkDestroyTerraform(b *testing.B) {
-	w := newTerraformWorld(b)
+	w := newTerraformWorld(b, 50)
 	c := &contenders{
 		names: []string{"ours", "terraform"},
 		run: map[string]func(*testing.B, int) time.Duration{
@@ -70,23 +75,23 @@ func BenchmarkDestroyTerraform(b *testing.B) {
 	c.measure(b)
 }
 
-// terraformWorld is a spec of 50 terraform_data resources for our action,
-// and a root module of the same 50 for Terraform, both initialised once,
+// terraformWorld is a spec of terraform_data resources for our action, and
+// a root module of the same for Terraform, both initialised once,
 // untimed, as a runner with a cache has them.
 type terraformWorld struct {
 	dir, root, tf, action, cache string
 	spec                         string
 }
 
-func newTerraformWorld(b *testing.B) *terraformWorld {
+func newTerraformWorld(b *testing.B, resources int) *terraformWorld {
 	w := &terraformWorld{tf: testenv.TerraformBinaries(b)[0], action: binary(b, "../cmd/action"), dir: b.TempDir()}
 	w.cache = filepath.Join(w.dir, "terraform-cache")
 	w.root = filepath.Join(w.dir, "root")
 	var spec, hcl strings.Builder
 	spec.WriteString("resources:\n")
-	for i := range terraformResources {
-		fmt.Fprintf(&spec, "- id: hashicorp:terraform:terraform_data:r%02d\n  type: Terraform\n  attributes: {input: value-%02d}\n  extensions: {provider: terraform.io/builtin/terraform, resourceType: terraform_data}\n", i, i)
-		fmt.Fprintf(&hcl, "resource \"terraform_data\" \"r%02d\" {\n  input = \"value-%02d\"\n}\n", i, i)
+	for i := range resources {
+		fmt.Fprintf(&spec, "- id: hashicorp:terraform:terraform_data:r%03d\n  type: Terraform\n  attributes: {input: value-%03d}\n  extensions: {provider: terraform.io/builtin/terraform, resourceType: terraform_data}\n", i, i)
+		fmt.Fprintf(&hcl, "resource \"terraform_data\" \"r%03d\" {\n  input = \"value-%03d\"\n}\n", i, i)
 	}
 	w.spec = spec.String()
 	writeFile(b, filepath.Join(w.root, "main.tf"), hcl.String())

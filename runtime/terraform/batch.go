@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-version"
-	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/kusionpr/kusionpr/model"
@@ -33,10 +33,15 @@ import (
 // states merged into one state file and split again afterwards: the release
 // still records one state per resource, and a resource still fails alone.
 
-// batchWindow is how long a batch waits for more calls after the first: the
-// engine starts every ready resource of a batching runtime at once, so they
-// arrive within microseconds.
-const batchWindow = 20 * time.Millisecond
+// A batch takes calls until none came for batchQuiet, and batchWindow
+// after its first at the latest: the engine starts every ready resource of
+// a batching runtime at once, so they arrive microseconds apart (tens of
+// microseconds on a loaded machine), and a batch that waited the whole
+// window for calls that had all come cost a plan and an apply 20 ms each.
+const (
+	batchWindow = 50 * time.Millisecond
+	batchQuiet  = 4 * time.Millisecond
+)
 
 type batchKind string
 
@@ -80,6 +85,8 @@ type batch struct {
 	live    int
 	started bool
 	done    chan struct{}
+	// opened and last are when the first and the latest job came.
+	opened, last time.Time
 }
 
 // do adds j to the open batch of its kind, opening one if needed, and
@@ -97,22 +104,11 @@ func (b *batcher) do(ctx context.Context, kind batchKind, j *job) {
 		// The first job's context carries the values (a logger) the batch
 		// runs with; none of the jobs' ends it alone.
 		bctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-		bt = &batch{kind: kind, ctx: bctx, cancel: cancel, done: make(chan struct{})}
+		bt = &batch{kind: kind, ctx: bctx, cancel: cancel, done: make(chan struct{}), opened: time.Now()}
 		b.open[kind] = bt
-		time.AfterFunc(batchWindow, func() {
-			b.mu.Lock()
-			if b.open[kind] == bt {
-				delete(b.open, kind)
-			}
-			bt.started = true
-			b.mu.Unlock()
-			if len(bt.jobs) > 0 {
-				b.run(bt)
-			}
-			bt.cancel(nil)
-			close(bt.done)
-		})
+		time.AfterFunc(batchQuiet, func() { b.close(kind, bt) })
 	}
+	bt.last = time.Now()
 	bt.jobs = append(bt.jobs, j)
 	bt.live++
 	stop := context.AfterFunc(ctx, func() {
@@ -145,10 +141,43 @@ func (b *batcher) do(ctx context.Context, kind batchKind, j *job) {
 	<-bt.done
 }
 
+// close runs bt once no call came for batchQuiet, or batchWindow after its
+// first: until then it looks again when that time comes.
+func (b *batcher) close(kind batchKind, bt *batch) {
+	// A timer that fired late, the process having been off the CPU, may
+	// run before the calls that were ready to join when it stopped: let
+	// those run first.
+	runtime.Gosched()
+	b.mu.Lock()
+	if wait := time.Until(minTime(bt.last.Add(batchQuiet), bt.opened.Add(batchWindow))); wait > 0 {
+		b.mu.Unlock()
+		time.AfterFunc(wait, func() { b.close(kind, bt) })
+		return
+	}
+	if b.open[kind] == bt {
+		delete(b.open, kind)
+	}
+	bt.started = true
+	b.mu.Unlock()
+	if len(bt.jobs) > 0 {
+		b.run(bt)
+	}
+	bt.cancel(nil)
+	close(bt.done)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
 // runBatch runs a batch as groups that can share a root module: one
 // provider source per local name, one version per source, one resource per
 // address.
 func (r *Runtime) runBatch(bt *batch) {
+	r.cfg.Logger.Debug("terraform batch", "kind", bt.kind, "calls", len(bt.jobs), "gathered", time.Since(bt.opened))
 	sort.Slice(bt.jobs, func(i, k int) bool { return bt.jobs[i].op.res.ID < bt.jobs[k].op.res.ID })
 	var groups [][]*job
 	for _, j := range bt.jobs {
@@ -412,43 +441,74 @@ func withProvider(raw json.RawMessage, provider string) (json.RawMessage, error)
 	return json.Marshal(entry)
 }
 
-// splitState takes j's resource out of a module's state, as the state of a
-// folder of its own would hold it.
-func splitState(raw []byte, j *job) ([]byte, bool, error) {
+// moduleState is a module's state file read once, its managed resources
+// by type and name: a batch's outcome is read from it for every resource,
+// and reading the whole file for each made a batch of n resources read n
+// times n entries.
+type moduleState struct {
+	file    stateFile4
+	entries map[[2]string][]json.RawMessage
+}
+
+// readModuleState reads a module's state file; nil reads as no state.
+func readModuleState(raw []byte) (*moduleState, error) {
 	if raw == nil {
+		return nil, nil
+	}
+	s := &moduleState{entries: map[[2]string][]json.RawMessage{}}
+	if err := json.Unmarshal(raw, &s.file); err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	for _, r := range s.file.Resources {
+		var head stateResourceHead
+		if err := json.Unmarshal(r, &head); err != nil {
+			return nil, fmt.Errorf("read state: %w", err)
+		}
+		if head.Mode == "managed" {
+			k := [2]string{head.Type, head.Name}
+			s.entries[k] = append(s.entries[k], r)
+		}
+	}
+	return s, nil
+}
+
+// own takes j's resource out of the module's state, as the state of a
+// folder of its own would hold it; found is false when the state does
+// not hold it.
+func (s *moduleState) own(j *job) (state []byte, found bool, err error) {
+	if s == nil {
 		return nil, false, nil
 	}
-	var s stateFile4
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, false, fmt.Errorf("read state: %w", err)
-	}
 	t := j.op.t
-	out := stateFile4{Version: s.Version, TerraformVersion: s.TerraformVersion, Serial: s.Serial, Lineage: "kusionpr-" + t.address(), Outputs: map[string]any{}}
+	entries := s.entries[[2]string{t.resourceType, t.name}]
+	if len(entries) == 0 {
+		return nil, false, nil
+	}
+	out := stateFile4{Version: s.file.Version, TerraformVersion: s.file.TerraformVersion, Serial: s.file.Serial, Lineage: "kusionpr-" + t.address(), Outputs: map[string]any{}}
 	if j.op.state != nil {
 		var own stateFile4
 		if json.Unmarshal(j.op.state, &own) == nil && own.Lineage != "" {
 			out.Lineage = own.Lineage
 		}
 	}
-	for _, r := range s.Resources {
-		var head stateResourceHead
-		if err := json.Unmarshal(r, &head); err != nil {
-			return nil, false, fmt.Errorf("read state: %w", err)
-		}
-		if head.Mode != "managed" || head.Type != t.resourceType || head.Name != t.name {
-			continue
-		}
+	for _, r := range entries {
 		entry, err := withProvider(r, t.providerAddress())
 		if err != nil {
 			return nil, false, fmt.Errorf("read state: %w", err)
 		}
 		out.Resources = append(out.Resources, entry)
 	}
-	if len(out.Resources) == 0 {
-		return nil, false, nil
-	}
 	b, err := json.Marshal(out)
 	return b, true, err
+}
+
+// splitState takes j's resource out of a module's state (moduleState.own).
+func splitState(raw []byte, j *job) ([]byte, bool, error) {
+	s, err := readModuleState(raw)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.own(j)
 }
 
 // batchFolder names a group's working folder. Plans and applies share it:
@@ -465,7 +525,7 @@ func stateFolder(m *module) string { return "state " + m.key }
 func (r *Runtime) planGroup(ctx context.Context, g []*job, m *module) {
 	var plan *tfjson.Plan
 	err := r.folders.run(ctx, batchFolder(m), m.key, m.config, m.state, func(w *workdir) (err error) {
-		plan, err = w.plan(ctx)
+		plan, err = w.plan(ctx, false)
 		return err
 	})
 	for _, j := range g {
@@ -498,6 +558,17 @@ func (r *Runtime) applyGroup(ctx context.Context, g []*job, m *module) {
 	}
 }
 
+// stateView is what a module's state says of one resource of it.
+type stateView struct {
+	own   []byte
+	found bool
+	err   error
+	// read: attrs and marked are the object and its sensitive paths.
+	attrs  map[string]any
+	marked []string
+	read   bool
+}
+
 // applyIn applies g in folder and returns the jobs whose outcome the run
 // left unknown, their state set to what it left of them; a group of one
 // has its error instead.
@@ -509,13 +580,13 @@ func (r *Runtime) applyIn(ctx context.Context, folder string, g []*job, m *modul
 			// The preview planned exactly this: apply its plan instead of
 			// planning again. Terraform refuses a plan whose state moved
 			// since; then it is planned again.
-			applyErr = w.tf.ApplyJSON(ctx, &diags, tfexec.DirOrPlan(planFile))
+			applyErr = w.applyCmd(ctx, &diags, planFile)
 			if applyErr != nil && strings.Contains(diags.buf.String()+applyErr.Error(), "Saved plan is stale") {
 				diags = diagnostics{}
-				applyErr = w.tf.ApplyJSON(ctx, &diags)
+				applyErr = w.applyCmd(ctx, &diags, "")
 			}
 		} else {
-			applyErr = w.tf.ApplyJSON(ctx, &diags)
+			applyErr = w.applyCmd(ctx, &diags, "")
 		}
 		// The plan is spent: a later apply of the same files must plan.
 		_ = os.Remove(filepath.Join(w.dir, planFile))
@@ -523,19 +594,40 @@ func (r *Runtime) applyIn(ctx context.Context, folder string, g []*job, m *modul
 		if err != nil {
 			return errors.Join(applyErr, err)
 		}
+		// Each resource's outcome is read from the state file itself;
+		// Terraform's show of it only for what the file does not say
+		// plainly (moduleState.shown).
+		st, stErr := readModuleState(raw)
+		views := make([]stateView, len(g))
+		needShow := false
+		for i, j := range g {
+			v := &views[i]
+			if v.err = stErr; v.err == nil {
+				v.own, v.found, v.err = st.own(j)
+			}
+			if v.err == nil && v.found {
+				v.attrs, v.marked, v.read = st.shown(j)
+				needShow = needShow || !v.read
+			}
+		}
 		var shown *tfjson.State
-		if raw != nil {
-			if shown, err = w.tf.ShowStateFile(ctx, filepath.Join(w.dir, stateFile)); err != nil {
+		if needShow {
+			if shown, err = w.showState(ctx, filepath.Join(w.dir, stateFile)); err != nil {
 				return errors.Join(applyErr, fmt.Errorf("show state: %w", err))
 			}
 		}
-		for _, j := range g {
-			own, found, err := splitState(raw, j)
-			if err != nil {
-				j.err = err
+		for i, j := range g {
+			v := views[i]
+			if v.err != nil {
+				j.err = v.err
 				continue
 			}
-			if found && shown != nil {
+			own := v.own
+			switch {
+			case !v.found:
+			case v.read:
+				j.out = j.op.result(v.attrs, union(j.op.schema.Sensitive, v.marked), own)
+			default:
 				if sr := stateResource(shown, j.op.t.address()); sr != nil {
 					sensitive := union(j.op.schema.Sensitive, sensitivePaths(decodeSensitivity(sr.SensitiveValues), ""))
 					j.out = j.op.result(sr.AttributeValues, sensitive, own)
@@ -579,14 +671,18 @@ func (r *Runtime) destroyGroup(ctx context.Context, g []*job, m *module) {
 	var left []*job
 	ran := false
 	err := r.folders.run(ctx, stateFolder(m), m.key, m.config, m.state, func(w *workdir) error {
-		destroyErr := w.tf.DestroyJSON(ctx, &diags)
+		destroyErr := w.destroyCmd(ctx, &diags)
 		raw, err := w.rawState()
 		if err != nil {
 			return errors.Join(destroyErr, err)
 		}
 		ran = true
+		st, stErr := readModuleState(raw)
 		for _, j := range g {
-			_, found, err := splitState(raw, j)
+			found, err := false, stErr
+			if err == nil {
+				_, found, err = st.own(j)
+			}
 			switch {
 			case err != nil:
 				j.err = err
@@ -625,7 +721,7 @@ func (r *Runtime) destroyGroup(ctx context.Context, g []*job, m *module) {
 func (r *Runtime) refreshGroup(ctx context.Context, g []*job, m *module) {
 	var plan *tfjson.Plan
 	err := r.folders.run(ctx, stateFolder(m), m.key, m.config, m.state, func(w *workdir) (err error) {
-		plan, err = w.plan(ctx, tfexec.RefreshOnly(true))
+		plan, err = w.plan(ctx, true)
 		return err
 	})
 	for _, j := range g {

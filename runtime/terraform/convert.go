@@ -1,6 +1,7 @@
 package terraform
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -310,4 +311,175 @@ func dotted(path string) string {
 		return "attributes"
 	}
 	return "attributes." + path
+}
+
+// shown is j's object as `terraform show -json` of the module's state shows
+// it, read from the state file itself rather than from a Terraform process
+// more after every apply: its attributes, values of Terraform's dynamic
+// type unwrapped ({"value": ..., "type": ...} in a state file, the bare
+// value in show's output; the inverse of stateValue), numbers as
+// json.Number, and the paths the state marks sensitive. ok is false when
+// the entry holds what this reading does not know for certain (no type for
+// the resource, an attribute its type lacks, more than one instance, a
+// path step of another kind): then show reads it.
+func (s *moduleState) shown(j *job) (attrs map[string]any, sensitive []string, ok bool) {
+	ty := j.op.schema.Type
+	if s == nil || ty == cty.NilType {
+		return nil, nil, false
+	}
+	entries := s.entries[[2]string{j.op.t.resourceType, j.op.t.name}]
+	if len(entries) != 1 {
+		return nil, nil, false
+	}
+	var entry struct {
+		Instances []struct {
+			IndexKey            any               `json:"index_key"`
+			Attributes          map[string]any    `json:"attributes"`
+			SensitiveAttributes []json.RawMessage `json:"sensitive_attributes"`
+		} `json:"instances"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(entries[0]))
+	dec.UseNumber()
+	if err := dec.Decode(&entry); err != nil || len(entry.Instances) != 1 || entry.Instances[0].IndexKey != nil {
+		return nil, nil, false
+	}
+	in := entry.Instances[0]
+	v, ok := shownValue(in.Attributes, ty)
+	if !ok {
+		return nil, nil, false
+	}
+	attrs, _ = v.(map[string]any)
+	for _, raw := range in.SensitiveAttributes {
+		p, ok := statePath(raw)
+		if !ok {
+			return nil, nil, false
+		}
+		sensitive = append(sensitive, p)
+	}
+	return attrs, sensitive, true
+}
+
+// shownValue is v, a value of type ty as a state file holds it, as show
+// prints it; ok is false for what ty does not describe.
+func shownValue(v any, ty cty.Type) (any, bool) {
+	if v == nil {
+		return nil, true
+	}
+	switch {
+	case ty == cty.DynamicPseudoType:
+		m, isMap := v.(map[string]any)
+		if _, typed := m["type"]; !isMap || len(m) != 2 || !typed {
+			return nil, false
+		}
+		inner, has := m["value"]
+		return inner, has
+	case ty.IsObjectType():
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return nil, false
+		}
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			if !ty.HasAttribute(k) {
+				return nil, false
+			}
+			y, ok := shownValue(x, ty.AttributeType(k))
+			if !ok {
+				return nil, false
+			}
+			out[k] = y
+		}
+		return out, true
+	case ty.IsMapType():
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return nil, false
+		}
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			y, ok := shownValue(x, ty.ElementType())
+			if !ok {
+				return nil, false
+			}
+			out[k] = y
+		}
+		return out, true
+	case ty.IsListType(), ty.IsSetType(), ty.IsTupleType():
+		l, isList := v.([]any)
+		if !isList || (ty.IsTupleType() && len(l) != len(ty.TupleElementTypes())) {
+			return nil, false
+		}
+		out := make([]any, len(l))
+		for i, x := range l {
+			et := cty.NilType
+			if ty.IsTupleType() {
+				et = ty.TupleElementType(i)
+			} else {
+				et = ty.ElementType()
+			}
+			y, ok := shownValue(x, et)
+			if !ok {
+				return nil, false
+			}
+			out[i] = y
+		}
+		return out, true
+	case ty.IsPrimitiveType():
+		switch v.(type) {
+		case string, bool, json.Number:
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// statePath renders a path of a state's sensitive_attributes (steps
+// {"type": "get_attr", "value": name} and {"type": "index", "value":
+// {"value": key, "type": "string" or "number"}}) as a dotted path.
+func statePath(raw json.RawMessage) (string, bool) {
+	var steps []struct {
+		Type  string          `json:"type"`
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(raw, &steps); err != nil || len(steps) == 0 {
+		return "", false
+	}
+	var parts []string
+	for _, st := range steps {
+		switch st.Type {
+		case "get_attr":
+			var name string
+			if json.Unmarshal(st.Value, &name) != nil {
+				return "", false
+			}
+			parts = append(parts, name)
+		case "index":
+			var key struct {
+				Value json.RawMessage `json:"value"`
+				Type  string          `json:"type"`
+			}
+			if json.Unmarshal(st.Value, &key) != nil {
+				return "", false
+			}
+			switch key.Type {
+			case "string":
+				var k string
+				if json.Unmarshal(key.Value, &k) != nil {
+					return "", false
+				}
+				parts = append(parts, k)
+			case "number":
+				var n json.Number
+				if json.Unmarshal(key.Value, &n) != nil {
+					return "", false
+				}
+				parts = append(parts, n.String())
+			default:
+				return "", false
+			}
+		default:
+			return "", false
+		}
+	}
+	return strings.Join(parts, "."), true
 }

@@ -1,9 +1,9 @@
 // Package terraform is the Terraform runtime: each resource of Kusion's
 // Terraform model (id providerNamespace:providerName:resourceType:name, the
-// provider in extensions) is planned, applied and destroyed through
-// terraform-exec, with terraform or tofu. Plans, and applies, asked at about
-// the same time run together as one root module (batch.go); each resource
-// keeps a state of its own, and a resource that fails fails alone.
+// provider in extensions) is planned, applied and destroyed with terraform
+// or tofu (exec.go; init through terraform-exec). Plans, and applies, asked
+// at about the same time run together as one root module (batch.go); each
+// resource keeps a state of its own, and a resource that fails fails alone.
 //
 // The working folders are a cache. A resource's Terraform state is recorded in
 // the release (model.StateExtension) and written back before every command,
@@ -26,7 +26,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/kusionpr/kusionpr/model"
@@ -133,7 +132,7 @@ func (op *operation) refresh(ctx context.Context, r *Runtime) (*model.Resource, 
 func (op *operation) refreshAlone(ctx context.Context, r *Runtime) (*model.Resource, error) {
 	var out *model.Resource
 	err := op.run(ctx, r, "", false, func(w *workdir) error {
-		plan, err := w.plan(ctx, tfexec.RefreshOnly(true))
+		plan, err := w.plan(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -206,7 +205,7 @@ func (r *Runtime) Delete(ctx context.Context, res model.Resource) error {
 // destroyAlone destroys the resource in a folder of its own: what a batch
 // falls back to when its run fails without saying which resource failed.
 func (op *operation) destroyAlone(ctx context.Context, r *Runtime) error {
-	return op.run(ctx, r, "", false, func(w *workdir) error { return w.tf.Destroy(ctx) })
+	return op.run(ctx, r, "", false, func(w *workdir) error { return w.destroyCmd(ctx, nil) })
 }
 
 // Watch returns at once: an apply returns when Terraform considers the
@@ -371,7 +370,7 @@ func (op *operation) plan(ctx context.Context, r *Runtime, importID string, keep
 // back to when its plan fails, so that the error is this resource's.
 func (op *operation) planAlone(ctx context.Context, r *Runtime, importID string) (plan *tfjson.Plan, err error) {
 	err = op.run(ctx, r, importID, true, func(w *workdir) error {
-		plan, err = w.plan(ctx)
+		plan, err = w.plan(ctx, false)
 		return err
 	})
 	return plan, err
@@ -428,7 +427,8 @@ func (op *operation) result(attrs map[string]any, sensitive []string, state []by
 // fail wraps err with what was being done, every sensitive value masked.
 func (op *operation) fail(verb string, err error) error {
 	msg := strings.TrimSpace(err.Error())
-	// terraform-exec puts the exit status first; Terraform's own words follow.
+	// A failed command's error has the exit status first (exec.go, and
+	// terraform-exec's likewise); Terraform's own words follow.
 	if first, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(first, "exit status ") {
 		msg = strings.TrimSpace(rest)
 	}

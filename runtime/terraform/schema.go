@@ -50,13 +50,27 @@ func newSchemas(f *folders) *schemas {
 
 // of returns the schema of t's resource type. That of the built-in
 // provider (terraform_data: schema version 0, nothing sensitive) is known
-// without asking Terraform, except its Type: see typed.
+// without asking Terraform; its Type is that of Terraform 1.x, enough to
+// read a state file (moduleState.shown refuses an attribute it lacks), while
+// rebuilding a state takes the binary's own: see typed.
 func (s *schemas) of(ctx context.Context, t target) (resourceSchema, error) {
 	if t.builtin() {
+		if t.resourceType == builtinResourceType {
+			return resourceSchema{Type: builtinDataType}, nil
+		}
 		return resourceSchema{}, nil
 	}
 	return s.fetched(ctx, t)
 }
+
+// builtinDataType is terraform_data's object type in Terraform 1.4 and
+// later and in OpenTofu.
+var builtinDataType = cty.Object(map[string]cty.Type{
+	"id":               cty.String,
+	"input":            cty.DynamicPseudoType,
+	"output":           cty.DynamicPseudoType,
+	"triggers_replace": cty.DynamicPseudoType,
+})
 
 // typed returns the schema of t's resource type with its Type, which only
 // rebuilding a state from recorded attributes needs: for the built-in

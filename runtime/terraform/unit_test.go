@@ -1,6 +1,7 @@
 package terraform
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -228,4 +229,69 @@ func TestBlockType(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestStateReadAsShown: the object a state file holds reads as `terraform
+// show -json` of that file shows it. The state and the show output below
+// are what Terraform 1.11.4 (and OpenTofu 1.12.6, byte for byte the same)
+// wrote and printed after applying terraform_data "a" with input = {x = [1,
+// 2.5, "s"], y = var.s, z = {k = var.s}, n = 12345678901234567890}, var.s
+// sensitive. What the reading does not know is left to show.
+func TestStateReadAsShown(t *testing.T) {
+	const state = `{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"l","outputs":{},"resources":[
+		{"mode":"managed","type":"terraform_data","name":"a","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"schema_version":0,
+		"attributes":{"id":"581f9c9d-5361-e7c4-f418-ccc633c6959e",
+		"input":{"value":{"n":12345678901234567000,"x":[1,2.5,"s"],"y":"hush-hush","z":{"k":"hush-hush"}},"type":["object",{"n":"number","x":["tuple",["number","number","string"]],"y":"string","z":["object",{"k":"string"}]}]},
+		"output":{"value":{"n":12345678901234567000,"x":[1,2.5,"s"],"y":"hush-hush","z":{"k":"hush-hush"}},"type":["object",{"n":"number","x":["tuple",["number","number","string"]],"y":"string","z":["object",{"k":"string"}]}]},
+		"triggers_replace":null},
+		"sensitive_attributes":[[{"type":"get_attr","value":"input"},{"type":"get_attr","value":"y"}],[{"type":"get_attr","value":"input"},{"type":"get_attr","value":"z"},{"type":"get_attr","value":"k"}]]}]}]}`
+	const show = `{"format_version":"1.0","terraform_version":"1.11.4","values":{"root_module":{"resources":[{"address":"terraform_data.a","mode":"managed","type":"terraform_data","name":"a","provider_name":"terraform.io/builtin/terraform","schema_version":0,
+		"values":{"id":"581f9c9d-5361-e7c4-f418-ccc633c6959e","input":{"n":12345678901234567000,"x":[1,2.5,"s"],"y":"hush-hush","z":{"k":"hush-hush"}},"output":{"n":12345678901234567000,"x":[1,2.5,"s"],"y":"hush-hush","z":{"k":"hush-hush"}},"triggers_replace":null},
+		"sensitive_values":{"input":{"x":[false,false,false],"y":true,"z":{"k":true}},"output":{"x":[false,false,false],"z":{}}}}]}}}`
+	var shown tfjson.State
+	shown.UseJSONNumber(true)
+	if err := json.Unmarshal([]byte(show), &shown); err != nil {
+		t.Fatal(err)
+	}
+	sr := stateResource(&shown, "terraform_data.a")
+	j := jobOf(t, "hashicorp:terraform:terraform_data:a", nil, nil)
+	rs, err := (&schemas{}).of(context.Background(), j.op.t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.op.schema = rs
+	st, err := readModuleState([]byte(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs, marked, ok := st.shown(j)
+	if !ok {
+		t.Fatal("the state was not read")
+	}
+	if !reflect.DeepEqual(attrs, sr.AttributeValues) {
+		t.Errorf("attributes\n got %s\nwant %s", mustJSON(attrs), mustJSON(sr.AttributeValues))
+	}
+	if want := sensitivePaths(decodeSensitivity(sr.SensitiveValues), ""); !reflect.DeepEqual(union(marked), union(want)) {
+		t.Errorf("sensitive paths %v, want %v", marked, want)
+	}
+
+	for name, edit := range map[string]func(string) string{
+		"an attribute the type lacks": func(s string) string {
+			return strings.Replace(s, `"triggers_replace":null`, `"triggers_replace":null,"later":"x"`, 1)
+		},
+		"a dynamic value without its type": func(s string) string {
+			return strings.Replace(s, `"triggers_replace":null`, `"triggers_replace":"bare"`, 1)
+		},
+		"a path step of another kind": func(s string) string {
+			return strings.Replace(s, `{"type":"get_attr","value":"y"}`, `{"type":"new_step","value":"y"}`, 1)
+		},
+	} {
+		st, err := readModuleState([]byte(edit(state)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := st.shown(j); ok {
+			t.Errorf("%s: read from the file; want it left to show", name)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 )
@@ -27,12 +28,19 @@ const (
 	initMarker = ".terraform/kusionpr-init"
 )
 
+// minVersion is the oldest terraform or tofu with every flag exec passes
+// (plan -json and -refresh-only).
+var minVersion = version.Must(version.NewVersion("0.15.4"))
+
 // workdir is the working folder of one resource. The folder is only a cache:
 // every operation rewrites its configuration and its state from the release,
 // so a fresh machine (or a deleted cache) continues where the release says.
 type workdir struct {
 	dir string
-	tf  *tfexec.Terraform
+	// tf runs init and `providers schema`; binary and env the rest (exec).
+	tf     *tfexec.Terraform
+	binary string
+	env    []string
 	// planned: the folder holds a plan made from this very configuration
 	// and state, so an apply may apply it instead of planning again.
 	planned bool
@@ -84,21 +92,10 @@ func (f *folders) with(ctx context.Context, key string, config, state []byte, fn
 	}
 	defer release()
 
+	// A folder holding a plan of exactly these files is left as it is.
 	planned := samePlan(dir, config, state)
-	if err := writeFile(filepath.Join(dir, configFile), config); err != nil {
-		return err
-	}
-	stale := []string{stateFile, stateFile + ".backup"}
 	if !planned {
-		stale = append(stale, planFile)
-	}
-	for _, name := range stale {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("working folder: %w", err)
-		}
-	}
-	if state != nil {
-		if err := writeFile(filepath.Join(dir, stateFile), state); err != nil {
+		if err := writeFiles(dir, config, state); err != nil {
 			return err
 		}
 	}
@@ -118,7 +115,24 @@ func (f *folders) with(ctx context.Context, key string, config, state []byte, fn
 		f.execs[dir] = tf
 		f.mu.Unlock()
 	}
-	return fn(&workdir{dir: dir, tf: tf, planned: planned})
+	return fn(&workdir{dir: dir, tf: tf, binary: f.cfg.Binary, env: f.cfg.execEnviron(), planned: planned})
+}
+
+// writeFiles writes config and state (nil: none) into dir, and removes what
+// an earlier command left: its state backup and its plan.
+func writeFiles(dir string, config, state []byte) error {
+	if err := writeFile(filepath.Join(dir, configFile), config); err != nil {
+		return err
+	}
+	for _, name := range []string{stateFile, stateFile + ".backup", planFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("working folder: %w", err)
+		}
+	}
+	if state != nil {
+		return writeFile(filepath.Join(dir, stateFile), state)
+	}
+	return nil
 }
 
 // samePlan says whether dir holds a plan of exactly config and state: the
@@ -182,6 +196,14 @@ func (f *folders) init(ctx context.Context, w *workdir, providerKey string) erro
 		return fmt.Errorf("init: %w", err)
 	}
 	f.cfg.Logger.Debug("terraform init", "dir", w.dir, "took", time.Since(start))
+	// Init asked the binary its version; the other commands do not ask.
+	v, _, err := w.tf.Version(ctx, false)
+	if err != nil {
+		return fmt.Errorf("terraform version: %w", err)
+	}
+	if v.LessThan(minVersion) {
+		return fmt.Errorf("%s is version %s: version %s or later is needed", f.cfg.Binary, v, minVersion)
+	}
 	if b, err := os.ReadFile(own); err == nil {
 		if err := writeFile(shared, b); err != nil {
 			return err
@@ -190,14 +212,14 @@ func (f *folders) init(ctx context.Context, w *workdir, providerKey string) erro
 	return writeFile(marker, []byte(providerKey))
 }
 
-// plan plans into the folder's plan file and reads the plan back. A failed
-// plan returns Terraform's own account of it.
-func (w *workdir) plan(ctx context.Context, opts ...tfexec.PlanOption) (*tfjson.Plan, error) {
+// plan plans (refreshOnly: refreshes) into the folder's plan file and
+// reads the plan back. A failed plan returns Terraform's own account of it.
+func (w *workdir) plan(ctx context.Context, refreshOnly bool) (*tfjson.Plan, error) {
 	var diags diagnostics
-	if _, err := w.tf.PlanJSON(ctx, &diags, append(opts, tfexec.Out(planFile))...); err != nil {
+	if err := w.planCmd(ctx, &diags, refreshOnly); err != nil {
 		return nil, diags.or(err)
 	}
-	plan, err := w.tf.ShowPlanFile(ctx, planFile)
+	plan, err := w.showPlan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("show plan: %w", err)
 	}
