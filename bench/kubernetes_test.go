@@ -172,33 +172,9 @@ func BenchmarkPreviewKubernetes(b *testing.B) {
 		},
 	}
 	c.measure(b)
-	checkPreview(b, action, stack, backend, env)
+	checkPreview(b, command{name: action, args: []string{"preview", "--stack", stack, "--backend", backend, "-o", "json"}, env: env}, namespaces*perNamespace/10, namespaces*perNamespace)
 }
 
-// checkPreview makes sure the preview timed is a real one: 100 updates, the
-// rest unchanged.
-func checkPreview(b *testing.B, action, stack, backend string, env []string) {
-	b.Helper()
-	cmd := exec.Command(action, "preview", "--stack", stack, "--backend", backend, "-o", "json")
-	cmd.Env = append(cmd.Environ(), env...)
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatalf("preview: %v", err)
-	}
-	var p struct {
-		ChangeSteps map[string]struct{ Action string } `json:"changeSteps"`
-	}
-	if err := json.Unmarshal(out, &p); err != nil {
-		b.Fatal(err)
-	}
-	count := map[string]int{}
-	for _, s := range p.ChangeSteps {
-		count[s.Action]++
-	}
-	if count["Update"] != namespaces*perNamespace/10 || count["UnChanged"] != namespaces*perNamespace*9/10 {
-		b.Fatalf("the preview found %v, want 100 updates and 900 unchanged", count)
-	}
-}
 
 // BenchmarkApplyKubernetes applies the 1,000-object stack into empty
 // namespaces (each of ours and the loops twice an iteration): ours (the action's apply: plan by dry-run, apply, record the

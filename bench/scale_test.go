@@ -53,12 +53,12 @@ func scale(b *testing.B, kc, action string, total, nss int) {
 		ours["apply"] = append(ours["apply"], act("apply", "--yes", "--no-watch").run(b))
 		ours["preview-same"] = append(ours["preview-same"], preview.run(b))
 		if n == 0 {
-			checkScalePreview(b, act("preview", "-o", "json"), 0, total)
+			checkPreview(b, act("preview", "-o", "json"), 0, total)
 		}
 		kubeStack(b, dir, prefix, scaleObjects(prefix, total, nss, true))
 		ours["preview-changed"] = append(ours["preview-changed"], preview.run(b))
 		if n == 0 {
-			checkScalePreview(b, act("preview", "-o", "json"), total/100, total)
+			checkPreview(b, act("preview", "-o", "json"), total/100, total)
 		}
 		ours["destroy"] = append(ours["destroy"], act("destroy", "--yes").run(b))
 		deleteNamespaces(b, kc, prefix, nss)
@@ -124,9 +124,9 @@ func scaleObjects(prefix string, total, nss int, changed bool) []map[string]any 
 	return out
 }
 
-// checkScalePreview makes sure a preview timed is a real one: updates
+// checkPreview makes sure a preview timed is a real one: updates
 // objects to update and the rest unchanged.
-func checkScalePreview(b *testing.B, preview command, updates, total int) {
+func checkPreview(b *testing.B, preview command, updates, total int) {
 	b.Helper()
 	cmd := exec.Command(preview.name, preview.args...)
 	cmd.Env = append(cmd.Environ(), preview.env...)
