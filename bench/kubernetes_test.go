@@ -175,7 +175,6 @@ func BenchmarkPreviewKubernetes(b *testing.B) {
 	checkPreview(b, command{name: action, args: []string{"preview", "--stack", stack, "--backend", backend, "-o", "json"}, env: env}, namespaces*perNamespace/10, namespaces*perNamespace)
 }
 
-
 // BenchmarkApplyKubernetes applies the 1,000-object stack into empty
 // namespaces (each of ours and the loops twice an iteration): ours (the action's apply: plan by dry-run, apply, record the
 // release; without waiting for readiness, as kubectl does not wait) against
