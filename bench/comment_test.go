@@ -20,6 +20,7 @@ import (
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
+	"github.com/kusionpr/kusionpr/workflow"
 )
 
 // The comment scenario: the pull-request comment of one stack whose preview
@@ -180,9 +181,8 @@ func renderChild(out string) error {
 
 	start := time.Now()
 	key := fmt.Sprintf("preview stack=%s workspace=default", commentDir)
-	// MaxDetail as workflow.Change sets it for 10 comments: at most a
-	// job summary's 1 MiB.
-	body, err := r.Comment(p, nil, report.CommentOptions{Marker: githubapi.Marker(key, 1), Location: commentDir, MaxDetail: max(10*githubapi.MaxCommentLength, 1<<20)})
+	// MaxDetail as workflow.Change sets it for 10 comments.
+	body, err := r.Comment(p, nil, report.CommentOptions{Marker: githubapi.Marker(key, 1), Location: commentDir, MaxDetail: workflow.MaxShown(10)})
 	if err != nil {
 		return fmt.Errorf("render the comment: %w", err)
 	}

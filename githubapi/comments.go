@@ -197,6 +197,9 @@ func (c *Client) deleteComment(ctx context.Context, issue int, cm comment) error
 // MaxCommentLength is the most characters GitHub takes in a comment body.
 const MaxCommentLength = 65536
 
+// MaxStepSummary keeps a job summary under GitHub's 1 MiB per step.
+const MaxStepSummary = 1000 * 1000
+
 // outdatedNote is inserted under the marker of a comment whose stack the
 // pull request no longer touches.
 const outdatedNote = "> [!NOTE]\n> **Outdated**: "

@@ -379,7 +379,7 @@ func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 		release = run.Release
 	}
 	body, err := c.Renderer.Comment(p, so.Err, report.CommentOptions{Marker: githubapi.Marker(c.key(st.Dir), 1), Release: release, Location: st.Dir, Destroy: cmd == Destroy, RunURL: run.RunURL,
-		Policy: run.Policy.Report(), MaxDetail: maxShown(c.maxParts())})
+		Policy: run.Policy.Report(), MaxDetail: MaxShown(c.maxParts())})
 	if err != nil {
 		so.Err = errors.Join(so.Err, err)
 		return so
@@ -436,11 +436,10 @@ func (c *Change) comments(so *StackOutcome) bool {
 	return true
 }
 
-// maxShown is the most of a stack's report anyone is shown: its comments
-// (parts of GitHub's longest), or the job summary the action writes it to
-// (GitHub takes 1 MiB of one).
-func maxShown(parts int) int {
-	return max(parts*githubapi.MaxCommentLength, 1<<20)
+// MaxShown is the most of a stack's report anyone is shown when it is cut
+// into parts comments: those, or the job summary the action writes it to.
+func MaxShown(parts int) int {
+	return max(parts*githubapi.MaxCommentLength, githubapi.MaxStepSummary)
 }
 
 func (c *Change) maxParts() int {

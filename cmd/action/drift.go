@@ -172,11 +172,7 @@ func runDriftGitHub(ctx context.Context, ga *githubactions.Action, gctx *githuba
 	}
 	var md strings.Builder
 	if err := workflow.WriteDrift(&md, report.Markdown, stacks, published); err == nil {
-		s := md.String()
-		if len(s) > maxStepSummary {
-			s = s[:maxStepSummary] + "\n\n*(job summary cut at GitHub's size limit)*\n"
-		}
-		ga.AddStepSummary(redact(s))
+		ga.AddStepSummary(redact(cutSummary(md.String())))
 	}
 	var js strings.Builder
 	if err := workflow.WriteDrift(&js, report.JSON, stacks, published); err == nil {

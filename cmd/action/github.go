@@ -25,8 +25,13 @@ import (
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
-// maxStepSummary keeps the job summary under GitHub's 1 MiB per step.
-const maxStepSummary = 1000 * 1000
+// cutSummary cuts a job summary to what GitHub takes, saying so.
+func cutSummary(s string) string {
+	if len(s) > githubapi.MaxStepSummary {
+		return s[:githubapi.MaxStepSummary] + "\n\n*(job summary cut at GitHub's size limit)*\n"
+	}
+	return s
+}
 
 // runGitHub is the action inside a GitHub Actions job: the event says which
 // pull request or push, inputs come from action.yml, results go to comments,
@@ -351,10 +356,7 @@ func publishOutcome(ga *githubactions.Action, out *workflow.Outcome, redact func
 	setJSON("stacks", stacks)
 	setJSON("summary", summary)
 	setJSON("comment-urls", urls)
-	text := md.String()
-	if len(text) > maxStepSummary {
-		text = text[:maxStepSummary] + "\n\n*(job summary cut at GitHub's size limit)*\n"
-	}
+	text := cutSummary(md.String())
 	if len(out.Stacks) == 0 {
 		text = "No stack is touched by this change.\n"
 	}
