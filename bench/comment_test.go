@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/policy"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/workflow"
 )
@@ -152,6 +154,10 @@ func checkParts(b *testing.B, path string, want int, secrets []string) {
 // one that skipped outside the benchmark would fail make test, where a skip
 // means a missing environment.
 func TestMain(m *testing.M) {
+	if policy.IsSandbox(os.Args) {
+		// BenchmarkPolicyEval's sandbox, as the bot's main serves it.
+		os.Exit(policy.ServeSandbox(context.Background(), os.Stdin, os.Stdout))
+	}
 	if out := os.Getenv(renderChildEnv); out != "" {
 		if err := renderChild(out); err != nil {
 			fmt.Fprintln(os.Stderr, "render child:", err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -84,14 +85,17 @@ func policyPreview(b *testing.B) (*engine.Preview, *model.Spec) {
 }
 
 // BenchmarkPolicyEval judges the 1,000-object preview with ten rules (the
-// examples' five and morePolicies' five), in process as a preview does,
+// examples' five and morePolicies' five), in process and in the sandbox
+// the bot and the action evaluate in (a child process started for the
+// evaluation, which compiles the rules again and reads the input as JSON),
 // beside the time of writing that preview as preview -o json does: the
 // least work every preview already does with the same document. Eval's
 // time includes turning the input into OPA's values.
 //
-// Metric units: eval-ms (one Eval of the stack, median), json-ms (the
-// preview's JSON, median), denies and warnings (what the rules found: the
-// 330 Deployments without limits; 40 ConfigMap updates and 50 changes over
+// Metric units: eval-ms (one Eval of the stack in process, median),
+// sandbox-ms (one Eval in the sandbox, median), json-ms (the preview's
+// JSON, median), denies and warnings (what the rules found: the 330
+// Deployments without limits; 40 ConfigMap updates and 50 changes over
 // drift).
 func BenchmarkPolicyEval(b *testing.B) {
 	ctx := context.Background()
@@ -108,24 +112,38 @@ func BenchmarkPolicyEval(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	sb, err := policy.Self(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	boxed, err := policy.Load(ctx, fsys, policy.Options{Sandbox: sb})
+	if err != nil {
+		b.Fatal(err)
+	}
 	p, spec := policyPreview(b)
 	in := policy.Input{Preview: p, Spec: spec, Project: "bench", Stack: "dev", Dir: "bench/dev", Workspace: "dev"}
 	r, err := report.New()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var evals, encodes []time.Duration
-	var res policy.Result
+	var evals, boxedEvals, encodes []time.Duration
+	var res, boxedRes policy.Result
 	for n := 0; b.Loop(); n++ {
-		// Alternated, so that neither always runs on a heap the other left.
-		for i := range 2 {
+		// Rotated, so that none always runs on a heap another left.
+		for i := range 3 {
 			start := time.Now()
-			if (i+n)%2 == 0 {
+			switch (i + n) % 3 {
+			case 0:
 				if res, err = set.Eval(ctx, in); err != nil {
 					b.Fatal(err)
 				}
 				evals = append(evals, time.Since(start))
-			} else {
+			case 1:
+				if boxedRes, err = boxed.Eval(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+				boxedEvals = append(boxedEvals, time.Since(start))
+			default:
 				if err := r.Render(io.Discard, report.JSON, p, nil); err != nil {
 					b.Fatal(err)
 				}
@@ -136,8 +154,15 @@ func BenchmarkPolicyEval(b *testing.B) {
 	if len(res.Denies) != 330 || len(res.Warnings) != 90 {
 		b.Fatalf("%d denies and %d warnings, want the 330 Deployments without limits and 90 warnings", len(res.Denies), len(res.Warnings))
 	}
-	b.ReportMetric(float64(median(evals).Microseconds())/1000, "eval-ms")
-	b.ReportMetric(float64(median(encodes).Microseconds())/1000, "json-ms")
+	if len(boxedRes.Denies) != len(res.Denies) || len(boxedRes.Warnings) != len(res.Warnings) {
+		b.Fatalf("the sandbox found %d denies and %d warnings, in process %d and %d", len(boxedRes.Denies), len(boxedRes.Warnings), len(res.Denies), len(res.Warnings))
+	}
+	for name, ds := range map[string][]time.Duration{"eval": evals, "sandbox": boxedEvals, "json": encodes} {
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		b.ReportMetric(ms(median(ds)), name+"-ms")
+		b.ReportMetric(ms(slices.Min(ds)), name+"-min-ms")
+		b.ReportMetric(ms(slices.Max(ds)), name+"-max-ms")
+	}
 	b.ReportMetric(float64(len(res.Denies)), "denies")
 	b.ReportMetric(float64(len(res.Warnings)), "warnings")
 }

@@ -28,7 +28,8 @@ type gitHub interface {
 	Permission(ctx context.Context, user string) (githubapi.Access, error)
 	PullRequestDetail(ctx context.Context, number int) (*githubapi.PullRequestDetail, error)
 	WaitMergeable(ctx context.Context, number int, b githubapi.Backoff) (*githubapi.PullRequestDetail, error)
-	Approvals(ctx context.Context, number int, author, headSHA string) ([]githubapi.Approval, error)
+	Approvals(ctx context.Context, number int, author, pusher, headSHA string) ([]githubapi.Approval, error)
+	Pusher(ctx context.Context, branch, sha string) (string, error)
 	ChecksGreen(ctx context.Context, sha string, own githubapi.Own) (bool, []string, error)
 	Checkout(ctx context.Context, ref, dir string, lim githubapi.ArchiveLimits) error
 	FileAt(ctx context.Context, path, ref string, limit int) ([]byte, error)
@@ -262,7 +263,7 @@ func (b *Bot) checkout(ctx context.Context, c *command, gated bool) bool {
 		// The head is pinned now; a push after this command is not applied.
 		c.ref = pr.HeadSHA
 		if gated {
-			if reason := b.applyRefusal(ctx, c.gh, pr); reason != "" {
+			if reason := b.applyRefusal(ctx, c, pr); reason != "" {
 				c.refuse(ctx, reason)
 				return false
 			}
@@ -348,7 +349,9 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 		OverviewCheck: queueCheck(j, cmd),
 		// The bot hears a press of its check runs' Apply button
 		// (check_run requested_action).
-		ApplyAction: cmd == workflow.Preview,
+		// Only where an apply may follow: a pull request into a branch
+		// that applies.
+		ApplyAction: cmd == workflow.Preview && c.pr != nil && b.cfg.appliesFrom(c.pr.BaseRef, j.defaultBranch),
 		Deployments: b.cfg.Deployments,
 	}
 	change.Options.Policy = b.policies(ctx, c, cmd)

@@ -74,8 +74,12 @@ func (f *fakeGitHub) WaitMergeable(ctx context.Context, n int, _ githubapi.Backo
 	return f.PullRequestDetail(ctx, n)
 }
 
-func (f *fakeGitHub) Approvals(context.Context, int, string, string) ([]githubapi.Approval, error) {
+func (f *fakeGitHub) Approvals(context.Context, int, string, string, string) ([]githubapi.Approval, error) {
 	return f.approvals, nil
+}
+
+func (f *fakeGitHub) Pusher(context.Context, string, string) (string, error) {
+	return "", errors.New("no pushes here")
 }
 
 func (f *fakeGitHub) ChecksGreen(context.Context, string, githubapi.Own) (bool, []string, error) {
@@ -144,6 +148,8 @@ func TestCommandRules(t *testing.T) {
 	approved := []githubapi.Approval{{User: "reviewer", CommitID: headSHA}}
 	moved := open()
 	moved.HeadSHA = "2222222222222222222222222222222222222222"
+	weak := open()
+	weak.BaseRef = "weak"
 	touched := &workflow.Outcome{Stacks: []*workflow.StackOutcome{{Dir: "apps/web"}}}
 	for _, tc := range []struct {
 		name        string
@@ -174,6 +180,10 @@ func TestCommandRules(t *testing.T) {
 			wantReply: "checks of the head are not green: `ci/lint (by ci)`", wantReact: "-1"},
 		{name: "an apply whose head moves during the checkout", verb: chatops.Apply, gh: fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open(), moved}, approvals: approved},
 			wantReply: "the pull request moved from 1111111", wantReact: "-1"},
+		{name: "an apply into a branch that does not apply", verb: chatops.Apply, gh: fakeGitHub{permission: "admin", prs: []githubapi.PullRequestDetail{weak}, approvals: approved},
+			wantReply: "it is into `weak`, and the bot applies only what goes into `main` (KUSIONPR_APPLY_BRANCHES): it is previewed, never applied", wantReact: "-1"},
+		{name: "a preview into a branch that does not apply, without the Apply button", verb: chatops.Preview, gh: fakeGitHub{prs: []githubapi.PullRequestDetail{weak}},
+			out: touched, wantWork: "preview", wantReact: "rocket"},
 		{name: "an apply that may", verb: chatops.Apply, gh: fakeGitHub{permission: "admin", prs: []githubapi.PullRequestDetail{open()}, approvals: approved},
 			out: touched, wantWork: "apply", wantReact: "rocket"},
 		{name: "a merge's apply, its author unasked", verb: chatops.Apply, afterMerge: true, gh: fakeGitHub{permission: "none", prs: []githubapi.PullRequestDetail{open()}},
@@ -203,7 +213,7 @@ func TestCommandRules(t *testing.T) {
 			if tc.executor != "" {
 				b.cfg.Executor, b.cfg.Backend = tc.executor, tc.backend
 			}
-			j := job{installation: 1, owner: "octo", repo: "infra", number: 7, actor: "alice", commentID: 99,
+			j := job{installation: 1, owner: "octo", repo: "infra", defaultBranch: "main", number: 7, actor: "alice", commentID: 99,
 				command: chatops.Command{Verb: tc.verb}, afterMerge: tc.afterMerge}
 			if tc.verb == chatops.Unlock {
 				j.command.Stacks = []string{"apps/web"}
@@ -230,6 +240,10 @@ func TestCommandRules(t *testing.T) {
 				}
 				if got := work.changes[0].Options.Merge != nil; got != tc.afterMerge {
 					t.Errorf("merge order set: %v, want %v", got, tc.afterMerge)
+				}
+				// The Apply button only where an apply may follow.
+				if want := tc.verb == chatops.Preview && !strings.Contains(tc.name, "does not apply"); work.changes[0].ApplyAction != want {
+					t.Errorf("Apply button offered: %v, want %v", work.changes[0].ApplyAction, want)
 				}
 			case len(work.unlocks) == 1:
 				did = "unlock"
@@ -316,7 +330,7 @@ func TestApplyButtonOfAnOlderPreview(t *testing.T) {
 			gh := &fakeGitHub{permission: "write", prs: []githubapi.PullRequestDetail{open()}, approvals: approved}
 			work := &fakeWork{out: &workflow.Outcome{Stacks: []*workflow.StackOutcome{{Dir: "apps/web/dev"}}}}
 			b := testBot(t, gh, work)
-			b.handle(context.Background(), job{installation: 1, owner: "octo", repo: "infra", number: 7, actor: "presser", pressedAt: tc.pressedAt,
+			b.handle(context.Background(), job{installation: 1, owner: "octo", repo: "infra", defaultBranch: "main", number: 7, actor: "presser", pressedAt: tc.pressedAt,
 				command: chatops.Command{Verb: chatops.Apply, Stacks: []string{"apps/web/dev"}}})
 			if got := len(work.changes) == 1; got != tc.wantWork {
 				t.Fatalf("applied: %v, want %v; replies %q", got, tc.wantWork, gh.replies)

@@ -23,9 +23,11 @@ import (
 	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/policy"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
 	"github.com/kusionpr/kusionpr/runtimes"
+	"github.com/kusionpr/kusionpr/workflow"
 )
 
 // Config is the bot's settings: environment variables (KUSIONPR_*), over an
@@ -57,11 +59,23 @@ type Config struct {
 	// AllowRepos, if set, are the only owner/repo the bot acts on
 	// (KUSIONPR_ALLOW_REPOS, comma-separated).
 	AllowRepos []string `json:"allowRepos"`
+	// ApplyBranches are the branches whose merges, merge queue groups and
+	// pull requests (by /kusion apply) are applied: names or patterns
+	// such as release/*, @default for each repository's default branch
+	// (KUSIONPR_APPLY_BRANCHES, comma-separated; default the default
+	// branch). A pull request into another branch is previewed only.
+	ApplyBranches []string `json:"applyBranches"`
 	// Conditions for /kusion apply before merge (KUSIONPR_REQUIRE_APPROVAL,
 	// _MERGEABLE, _CHECKS; all default true).
 	RequireApproval  bool `json:"requireApproval"`
 	RequireMergeable bool `json:"requireMergeable"`
 	RequireChecks    bool `json:"requireChecks"`
+	// RequireLastPushApproval leaves out the approval of whoever pushed
+	// the head (KUSIONPR_REQUIRE_LAST_PUSH_APPROVAL, default false), as
+	// GitHub's branch protection rule "require approval of the most
+	// recent reviewable push" does: a writer cannot push onto someone's
+	// pull request, approve it and apply it.
+	RequireLastPushApproval bool `json:"requireLastPushApproval"`
 	// MergeableStates are the mergeable_state values an apply before merge
 	// accepts (KUSIONPR_MERGEABLE_STATES, comma-separated; default clean;
 	// unstable and has_hooks may be added).
@@ -186,6 +200,10 @@ type Config struct {
 	Policies       []string `json:"policies"`
 	PolicyPackages []string `json:"policyPackages"`
 	PolicyOverride string   `json:"policyOverride"`
+	// PolicyMaxMemory bounds, in bytes, the memory of the child process
+	// each evaluation of policies runs in (KUSIONPR_POLICY_MAX_MEMORY,
+	// default 512 MiB); past it, or past its time, the plan is refused.
+	PolicyMaxMemory int64 `json:"policyMaxMemory"`
 
 	DriftEvery        time.Duration `json:"driftEvery"`
 	DriftJitter       time.Duration `json:"driftJitter"`
@@ -199,7 +217,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4, Comment: "always", CombineAbove: 10,
 		RequireApproval: true, RequireMergeable: true, RequireChecks: true, MergeableStates: []string{"clean"}, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
 		HoldWait: 30 * time.Minute, ReadyTimeout: kubernetes.DefaultReadyTimeout, RateLimitWait: githubapi.DefaultMaxWait, RecoverWindow: 24 * time.Hour,
-		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000, Deployments: true,
+		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000, Deployments: true, PolicyMaxMemory: policy.DefaultMaxMemory,
 		QueueWait: time.Hour, PolicyDir: "policy", PolicyOverride: "admin"}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {
 		b, err := os.ReadFile(path)
@@ -281,6 +299,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	strs("KUSIONPR_SPEC_KUBECONFIG_ALLOW", &c.SpecKubeconfigAllow)
 	strs("KUSIONPR_REPOSITORY_EXECUTORS", &c.RepositoryExecutors)
 	strs("KUSIONPR_APPLY_IN_QUEUE", &c.ApplyInQueue)
+	strs("KUSIONPR_APPLY_BRANCHES", &c.ApplyBranches)
 	strs("KUSIONPR_MODULE_ENV", &c.ModuleEnv)
 	if v := getenv("KUSIONPR_KUBECONFIGS"); v != "" {
 		var err error
@@ -292,6 +311,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	flag("KUSIONPR_DEPLOYMENTS", &c.Deployments)
 	flag("KUSIONPR_REQUIRE_MERGEABLE", &c.RequireMergeable)
 	flag("KUSIONPR_REQUIRE_CHECKS", &c.RequireChecks)
+	flag("KUSIONPR_REQUIRE_LAST_PUSH_APPROVAL", &c.RequireLastPushApproval)
 	if v := getenv("KUSIONPR_MERGEABLE_STATES"); v != "" {
 		c.MergeableStates = list(v)
 	}
@@ -311,6 +331,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	strs("KUSIONPR_POLICIES", &c.Policies)
 	strs("KUSIONPR_POLICY_PACKAGES", &c.PolicyPackages)
 	str("KUSIONPR_POLICY_OVERRIDE", &c.PolicyOverride)
+	num("KUSIONPR_POLICY_MAX_MEMORY", func(n int64) { c.PolicyMaxMemory = n })
 	num("KUSIONPR_MAX_UNVERIFIED_BYTES", func(n int64) { c.MaxUnverifiedBytes = n })
 	num("KUSIONPR_MAX_CHECKOUT_BYTES", func(n int64) { c.MaxCheckoutBytes = n })
 	num("KUSIONPR_MAX_CHECKOUT_FILES", func(n int64) { c.MaxCheckoutFiles = n })
@@ -367,6 +388,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		errs = append(errs, fmt.Errorf("KUSIONPR_QUEUE_WAIT: %s is not a positive duration: want one such as 30m or 2h (default 1h)", c.QueueWait))
 	}
 	errs = append(errs, checkRepositoryList("KUSIONPR_APPLY_IN_QUEUE", c.ApplyInQueue)...)
+	errs = append(errs, workflow.CheckApplyBranches("KUSIONPR_APPLY_BRANCHES", c.ApplyBranches))
 	errs = append(errs, c.checkDrift()...)
 	switch c.PolicyOverride {
 	case "admin", "maintain", "write", "none":
@@ -398,12 +420,18 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	for _, l := range []struct {
 		name     string
 		v, least int64
-	}{{"KUSIONPR_MAX_UNVERIFIED_BYTES", c.MaxUnverifiedBytes, 1 << 20}, {"KUSIONPR_MAX_CHECKOUT_BYTES", c.MaxCheckoutBytes, 1}, {"KUSIONPR_MAX_CHECKOUT_FILES", c.MaxCheckoutFiles, 1}} {
+	}{{"KUSIONPR_POLICY_MAX_MEMORY", c.PolicyMaxMemory, 64 << 20}, {"KUSIONPR_MAX_UNVERIFIED_BYTES", c.MaxUnverifiedBytes, 1 << 20}, {"KUSIONPR_MAX_CHECKOUT_BYTES", c.MaxCheckoutBytes, 1}, {"KUSIONPR_MAX_CHECKOUT_FILES", c.MaxCheckoutFiles, 1}} {
 		if l.v < l.least {
 			errs = append(errs, fmt.Errorf("%s must be at least %d, not %d", l.name, l.least, l.v))
 		}
 	}
 	return c, errors.Join(errs...)
+}
+
+// appliesFrom says whether what merges into branch of a repository whose
+// default branch is def is applied (KUSIONPR_APPLY_BRANCHES).
+func (c *Config) appliesFrom(branch, def string) bool {
+	return workflow.AppliesFrom(branch, def, c.ApplyBranches)
 }
 
 // checkPrivateKey tells whether key is what GitHub gives an App: an RSA

@@ -131,6 +131,14 @@ func TestLoadConfig(t *testing.T) {
 		}, ""},
 		{"apply in every repository's queue", with("KUSIONPR_APPLY_IN_QUEUE", "*"), func(c *Config) bool { return c.appliesInQueue("any/one") }, ""},
 		{"no apply in the queue by default", with("KUSIONPR_COMMENT", "always"), func(c *Config) bool { return !c.appliesInQueue("o/a") }, ""},
+		{"apply branches", with("KUSIONPR_APPLY_BRANCHES", "@default, release/*"), func(c *Config) bool {
+			return c.appliesFrom("main", "main") && c.appliesFrom("release/2", "main") && !c.appliesFrom("weak", "main")
+		}, ""},
+		{"the default branch alone applies by default", with("KUSIONPR_COMMENT", "always"), func(c *Config) bool {
+			return c.appliesFrom("main", "main") && !c.appliesFrom("weak", "main") && !c.RequireLastPushApproval
+		}, ""},
+		{"an apply branch that is no pattern", with("KUSIONPR_APPLY_BRANCHES", "release/["), nil, `KUSIONPR_APPLY_BRANCHES: "release/[" is not a branch name or pattern`},
+		{"approvals of the last push", with("KUSIONPR_REQUIRE_LAST_PUSH_APPROVAL", "true"), func(c *Config) bool { return c.RequireLastPushApproval }, ""},
 		{"apply in the queue of an owner", with("KUSIONPR_APPLY_IN_QUEUE", "octo"), nil, `KUSIONPR_APPLY_IN_QUEUE: "octo" is not a repository (owner/name) or *`},
 		{"a drift schedule", with("KUSIONPR_DRIFT_EVERY", "6h", "KUSIONPR_BACKEND", "mem://"), func(c *Config) bool {
 			return c.DriftJitter == 36*time.Minute && c.scansDrift("any/one")

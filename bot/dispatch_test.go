@@ -81,7 +81,8 @@ func TestWebhookDispatch(t *testing.T) {
 		name       string
 		deliveries []delivery
 		allow      []string
-		approved   bool // the pull request is approved: an apply before merge may run
+		branches   []string // KUSIONPR_APPLY_BRANCHES
+		approved   bool     // the pull request is approved: an apply before merge may run
 		wantStatus []int
 		wantWork   []string // "command@sha by actor"
 	}{
@@ -106,6 +107,15 @@ func TestWebhookDispatch(t *testing.T) {
 			wantStatus: []int{http.StatusBadRequest}},
 		{name: "a merge into another branch is no release",
 			deliveries: []delivery{{id: guid(2), event: "pull_request", body: merged("release-1")}},
+			wantStatus: []int{http.StatusOK}},
+		{name: "a merge into a branch the operator names applies", branches: []string{"@default", "release-*"},
+			deliveries: []delivery{{id: guid(13), event: "pull_request", body: merged("release-1")}},
+			wantStatus: []int{http.StatusAccepted}, wantWork: []string{"apply@3333333333333333333333333333333333333333 by maintainer"}},
+		{name: "then the default branch's, named @default, applies too", branches: []string{"@default", "release-*"},
+			deliveries: []delivery{{id: guid(14), event: "pull_request", body: merged("main")}},
+			wantStatus: []int{http.StatusAccepted}, wantWork: []string{"apply@3333333333333333333333333333333333333333 by maintainer"}},
+		{name: "and the default branch's no more once the operator names others", branches: []string{"release-*"},
+			deliveries: []delivery{{id: guid(15), event: "pull_request", body: merged("main")}},
 			wantStatus: []int{http.StatusOK}},
 		{name: "a command in a comment is run at the head",
 			deliveries: []delivery{{id: guid(3), event: "issue_comment", body: commented("dev", "User", "/kusion preview", 100)}},
@@ -146,7 +156,7 @@ func TestWebhookDispatch(t *testing.T) {
 			}
 			work := &fakeWork{out: &workflow.Outcome{}}
 			b := testBot(t, gh, work)
-			b.cfg.AllowRepos = tc.allow
+			b.cfg.AllowRepos, b.cfg.ApplyBranches = tc.allow, tc.branches
 			h := b.Handler()
 			for i, d := range tc.deliveries {
 				if got := deliver(t, h, d); got != tc.wantStatus[i] {

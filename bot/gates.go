@@ -54,15 +54,32 @@ func list(v string) []string {
 // applyRefusal checks what an apply before merge needs; "" when allowed.
 // The reasons are for the person who asked: what stops the apply and what
 // to do about it.
-func (b *Bot) applyRefusal(ctx context.Context, gh gitHub, pr *githubapi.PullRequestDetail) string {
+func (b *Bot) applyRefusal(ctx context.Context, c *command, pr *githubapi.PullRequestDetail) string {
+	gh := c.gh
 	switch {
 	case !workflow.DecideFork(&pr.PullRequest, false, false).MayApply:
 		return "pull requests from forks are never applied"
 	case pr.State != "open":
 		return "the pull request is " + pr.State
+	case !b.cfg.appliesFrom(pr.BaseRef, c.j.defaultBranch):
+		// Its base's rules and protection are whatever a writer made
+		// them: what it changes is applied once it reaches a branch
+		// that applies.
+		return fmt.Sprintf("it is into %s, and the bot applies only what goes into %s (KUSIONPR_APPLY_BRANCHES): it is previewed, never applied",
+			mdsafe.Code(pr.BaseRef), workflow.ApplyBranchesText(c.j.defaultBranch, b.cfg.ApplyBranches))
 	}
 	if b.cfg.RequireApproval {
-		approvals, err := gh.Approvals(ctx, pr.Number, pr.Author, pr.HeadSHA)
+		pusher := ""
+		if b.cfg.RequireLastPushApproval {
+			// GitHub's "approval of the most recent reviewable push":
+			// whoever pushed the head, onto anyone's pull request, does
+			// not approve it.
+			var err error
+			if pusher, err = gh.Pusher(ctx, pr.HeadRef, pr.HeadSHA); err != nil {
+				return "who pushed its head could not be told (KUSIONPR_REQUIRE_LAST_PUSH_APPROVAL): " + mdsafe.Code(err.Error())
+			}
+		}
+		approvals, err := gh.Approvals(ctx, pr.Number, pr.Author, pusher, pr.HeadSHA)
 		if err != nil {
 			return "the reviews could not be read: " + mdsafe.Code(err.Error())
 		}
@@ -78,6 +95,9 @@ func (b *Bot) applyRefusal(ctx context.Context, gh gitHub, pr *githubapi.PullReq
 		}
 		if !counted {
 			reason := fmt.Sprintf("it needs an approval of its head %s by someone with write access other than its author", short(pr.HeadSHA))
+			if pusher != "" {
+				reason += " and " + mdsafe.Code(pusher) + ", who pushed it"
+			}
 			if len(ignored) > 0 {
 				reason += "; not counted: " + strings.Join(ignored, "; ")
 			}

@@ -147,10 +147,11 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 		defaultBranch: ev.Repository.DefaultBranch}
 	switch {
 	case d.Event == "pull_request" && ev.Action == "closed" && pr != nil && pr.Merged:
-		if pr.BaseRef != ev.Repository.DefaultBranch {
-			// What is deployed follows the default branch; a merge into
-			// another branch is not a release.
-			b.log.Info("merge into a branch other than the default ignored", "repository", ev.Repository.FullName,
+		if !b.cfg.appliesFrom(pr.BaseRef, ev.Repository.DefaultBranch) {
+			// What is deployed follows the default branch (or those
+			// KUSIONPR_APPLY_BRANCHES names); a merge into another
+			// branch is not a release.
+			b.log.Info("merge into a branch that does not apply ignored (KUSIONPR_APPLY_BRANCHES)", "repository", ev.Repository.FullName,
 				"pullRequest", pr.Number, "base", pr.BaseRef)
 			return "ignored", nil
 		}
@@ -167,9 +168,9 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 		}
 		j.sha, j.queueBase, j.queueBranch, j.actor = g.HeadSHA, g.BaseSHA, strings.TrimPrefix(g.BaseRef, "refs/heads/"), ev.Sender.Login
 		j.command = chatops.Command{Verb: chatops.Preview}
-		if b.cfg.appliesInQueue(ev.Repository.FullName) && j.queueBranch == ev.Repository.DefaultBranch {
-			// What is deployed follows the default branch, as for merges:
-			// a queue into another branch is previewed only.
+		if b.cfg.appliesInQueue(ev.Repository.FullName) && b.cfg.appliesFrom(j.queueBranch, ev.Repository.DefaultBranch) {
+			// What is deployed follows the branches that apply, as for
+			// merges: a queue into another branch is previewed only.
 			j.command.Verb = chatops.Apply
 		}
 	case d.Event == "merge_group" && ev.Action == "destroyed" && ev.MergeGroup != nil:

@@ -31,23 +31,29 @@ func operatorPolicies(dirs []string) (map[string]string, error) {
 }
 
 // policies are the rules the command's stacks are judged by: the
-// repository's policy folder as the commit the change was based on holds
-// it (a pull request's base, a merge queue group's base: never the
-// change's own), as the checkout holds it for a merge (the commit applied
-// is the base now), and the operator's.
+// repository's policy folder as the commit the change was made onto holds
+// it (a pull request's base branch now, a merge queue group's base, the
+// commit a merge was made onto: never the change's own), and the
+// operator's, sealed from it.
 func (b *Bot) policies(ctx context.Context, c *command, cmd workflow.Command) *workflow.Policies {
-	src := workflow.PolicySource{Checkout: c.dir, SHA: c.ref, Extra: b.operatorRules, Packages: b.cfg.PolicyPackages, GitHub: nil}
+	src := workflow.PolicySource{Checkout: c.dir, SHA: c.ref, Operator: b.operatorRules, Packages: b.cfg.PolicyPackages}
 	if b.cfg.PolicyDir != "none" {
 		src.Folder = b.cfg.PolicyDir
 	}
-	if fr, ok := c.gh.(workflow.FolderReader); ok {
-		src.GitHub = fr
+	if pr, ok := c.gh.(workflow.PolicyReader); ok {
+		src.GitHub = pr
 	}
 	switch {
 	case c.j.queueBase != "":
-		src.Ref = c.j.queueBase
-	case c.pr != nil && !c.j.afterMerge:
+		src.Base, src.BaseWhat = c.j.queueBase, "the merge group's base"
+	case c.j.afterMerge:
+		src.Merge = &workflow.MergedChange{SHA: c.ref}
+		if c.pr != nil {
+			src.Merge.Head, src.Merge.Commits = c.pr.HeadSHA, c.pr.Commits
+		}
+	case c.pr != nil:
 		src.PullRequest = &policy.PullRequest{Number: c.pr.Number, Author: c.pr.Author, Base: c.pr.BaseSHA, Head: c.ref}
+		src.BaseBranch = c.pr.BaseRef
 	}
 	p := workflow.LoadPolicies(ctx, src)
 	if p == nil {

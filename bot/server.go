@@ -13,6 +13,7 @@ import (
 
 	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/policy"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/webhook"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -88,7 +89,13 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	if b.operatorRules, err = operatorPolicies(cfg.Policies); err != nil {
 		return nil, err
 	}
-	runner := &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore}
+	// A repository's policies run in a child of this program, never in the
+	// process holding the App's key.
+	sandbox, err := policy.Self(cfg.PolicyMaxMemory)
+	if err != nil {
+		return nil, err
+	}
+	runner := &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore, PolicySandbox: sandbox}
 	stacks, err := cfg.executors(runner, m, log)
 	if err != nil {
 		return nil, err

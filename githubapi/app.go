@@ -202,12 +202,13 @@ func (a *App) Repositories(ctx context.Context, installationID int64) ([]Reposit
 type Merged struct {
 	Number   int
 	SHA      string // the merge commit
+	Base     string // the branch it was merged into
 	MergedAt time.Time
 	MergedBy string
 }
 
-// RecentlyMerged lists the pull requests merged into base since the given
-// time, newest first.
+// RecentlyMerged lists the pull requests merged into base (any branch when
+// base is "") since the given time, newest first.
 func (c *Client) RecentlyMerged(ctx context.Context, base string, since time.Time) ([]Merged, error) {
 	var out []Merged
 	opts := &github.PullRequestListOptions{State: "closed", Base: base, Sort: "updated", Direction: "desc"}
@@ -230,7 +231,7 @@ func (c *Client) RecentlyMerged(ctx context.Context, base string, since time.Tim
 			if err != nil {
 				return nil, false, fmt.Errorf("read pull request #%d: %w", pr.GetNumber(), err)
 			}
-			out = append(out, Merged{Number: pr.GetNumber(), SHA: full.GetMergeCommitSHA(), MergedAt: full.GetMergedAt().Time, MergedBy: full.GetMergedBy().GetLogin()})
+			out = append(out, Merged{Number: pr.GetNumber(), SHA: full.GetMergeCommitSHA(), Base: full.GetBase().GetRef(), MergedAt: full.GetMergedAt().Time, MergedBy: full.GetMergedBy().GetLogin()})
 		}
 		return resp, false, nil
 	})

@@ -3,6 +3,7 @@ package githubapi
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/go-github/v60/github"
 )
@@ -42,4 +43,41 @@ func (c *Client) Contains(ctx context.Context, branch, sha string) (bool, error)
 	default:
 		return false, fmt.Errorf("compare %s...%s: GitHub answered status %q", branch, sha, s)
 	}
+}
+
+// Commit is what the bot reads of a commit: its parents, and what tells a
+// rebased commit from the one it replays (a rebase keeps the author, the
+// author's date and the message).
+type Commit struct {
+	SHA         string
+	Parents     []string
+	Message     string
+	AuthorEmail string
+	AuthorDate  time.Time
+}
+
+// Commit reads the commit sha.
+func (c *Client) Commit(ctx context.Context, sha string) (*Commit, error) {
+	rc, _, err := c.gh.Repositories.GetCommit(ctx, c.owner, c.repo, sha, &github.ListOptions{PerPage: 1})
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", sha, err)
+	}
+	out := &Commit{SHA: rc.GetSHA(), Message: rc.GetCommit().GetMessage(),
+		AuthorEmail: rc.GetCommit().GetAuthor().GetEmail(), AuthorDate: rc.GetCommit().GetAuthor().GetDate().Time}
+	for _, p := range rc.Parents {
+		out.Parents = append(out.Parents, p.GetSHA())
+	}
+	return out, nil
+}
+
+// BranchHead is the commit branch points at now.
+func (c *Client) BranchHead(ctx context.Context, branch string) (string, error) {
+	ref, _, err := c.gh.Git.GetRef(ctx, c.owner, c.repo, "heads/"+branch)
+	if err != nil {
+		return "", fmt.Errorf("read the head of branch %s: %w", branch, err)
+	}
+	if sha := ref.GetObject().GetSHA(); ref.GetObject().GetType() == "commit" && sha != "" {
+		return sha, nil
+	}
+	return "", fmt.Errorf("read the head of branch %s: GitHub named no commit", branch)
 }

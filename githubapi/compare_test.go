@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/githubfake"
@@ -101,5 +103,34 @@ func TestCheckRunOf(t *testing.T) {
 	gh.SetCheckRunBy("octo", "infra", sha, "kusion/preview", "failure", app)
 	if st, err := c.CheckRunOf(t.Context(), sha, "kusion/preview", 42); err != nil || st.Status != "completed" || st.Conclusion != "failure" {
 		t.Errorf("the App's check run: %+v, %v", st, err)
+	}
+}
+
+// TestCommitAndBranchHead: a commit's parents, message and author as
+// GitHub answers them, and a branch's commit now; a branch that does not
+// exist is an error, never a commit.
+func TestCommitAndBranchHead(t *testing.T) {
+	gh := githubfake.New(t)
+	c, err := githubapi.New("ghs_token", gh.URL, "octo", "infra", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base, head, merge = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222", "3333333333333333333333333333333333333333"
+	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	gh.SetCommit("octo", "infra", merge, githubfake.Commit{Message: "Merge pull request #9", AuthorEmail: "dev@example.com", AuthorDate: at}, base, head)
+	gh.SetBranch("octo", "infra", "main", merge)
+	got, err := c.Commit(t.Context(), merge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &githubapi.Commit{SHA: merge, Parents: []string{base, head}, Message: "Merge pull request #9", AuthorEmail: "dev@example.com", AuthorDate: at}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("commit %+v, want %+v", got, want)
+	}
+	if sha, err := c.BranchHead(t.Context(), "main"); err != nil || sha != merge {
+		t.Errorf("the head of main: %q, %v", sha, err)
+	}
+	if sha, err := c.BranchHead(t.Context(), "gone"); err == nil {
+		t.Errorf("a branch that does not exist has head %q", sha)
 	}
 }

@@ -89,11 +89,12 @@ type Approval struct {
 
 // Approvals lists the standing approvals of the pull request and says
 // which count: an approval counts when it is of headSHA exactly, by
-// someone other than author, who may write to the repository. Each
+// someone other than author (and than pusher, who pushed the head, when
+// not ""), who may write to the repository. Each
 // reviewer's latest review that decides is theirs, as on GitHub: a
 // COMMENTED review changes nothing, a later CHANGES_REQUESTED takes an
 // approval back, and a dismissed approval is DISMISSED.
-func (c *Client) Approvals(ctx context.Context, number int, author, headSHA string) ([]Approval, error) {
+func (c *Client) Approvals(ctx context.Context, number int, author, pusher, headSHA string) ([]Approval, error) {
 	latest := map[string]*github.PullRequestReview{}
 	var order []string
 	err := eachPage(100, func(lo github.ListOptions) (*github.Response, bool, error) {
@@ -134,6 +135,8 @@ func (c *Client) Approvals(ctx context.Context, number int, author, headSHA stri
 		switch {
 		case strings.EqualFold(a.User, author):
 			a.Why = "is the author"
+		case pusher != "" && strings.EqualFold(a.User, pusher):
+			a.Why = "pushed the head"
 		case a.CommitID == "":
 			a.Why = "approved a commit no longer in the pull request (force-pushed away)"
 		case a.CommitID != headSHA:

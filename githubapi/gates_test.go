@@ -67,7 +67,7 @@ func TestApprovals(t *testing.T) {
 				gh.SetPermission(owner, repo, u, p)
 			}
 			gh.SetReviews(owner, repo, 5, tc.reviews)
-			got, err := newClient(t, gh).Approvals(ctx, 5, "author", head)
+			got, err := newClient(t, gh).Approvals(ctx, 5, "author", "", head)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,5 +312,51 @@ func TestAppLogin(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("GET /app %d times, want once", n)
+	}
+}
+
+// TestApprovalsLeaveOutThePusher: asked to, the approval of whoever pushed
+// the head does not count, as GitHub's "approval of the most recent
+// reviewable push" has it; another writer's still does.
+func TestApprovalsLeaveOutThePusher(t *testing.T) {
+	const head = "1111111111111111111111111111111111111111"
+	gh := githubfake.New(t)
+	gh.SetPullRequest(owner, repo, 5, head, "main", false)
+	gh.SetPermission(owner, repo, "writer", "write")
+	gh.SetPermission(owner, repo, "maintainer", "maintain")
+	gh.SetReviews(owner, repo, 5, []githubfake.Review{{User: "writer", State: "APPROVED"}, {User: "maintainer", State: "APPROVED"}})
+	got, err := newClient(t, gh).Approvals(context.Background(), 5, "author", "Writer", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := map[string]string{}
+	for _, a := range got {
+		why[a.User] = a.Why
+	}
+	if why["writer"] != "pushed the head" || why["maintainer"] != "" || len(why) != 2 {
+		t.Errorf("approvals %+v: want the writer's left out as the pusher, the maintainer's counted", got)
+	}
+}
+
+// TestPusher: who pushed a branch's head, from the repository's activity:
+// the newest push, force-push or creation whose result is the commit; a
+// commit nobody is listed pushing is an error, never a guess.
+func TestPusher(t *testing.T) {
+	const a, b = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	gh := githubfake.New(t)
+	gh.Push(owner, repo, "feature", "", a, "author")
+	gh.Push(owner, repo, "feature", a, b, "mallory")
+	gh.Push(owner, repo, "other", "", b, "someone")
+	c := newClient(t, gh)
+	for _, tc := range []struct{ branch, sha, want, err string }{
+		{"feature", b, "mallory", ""},
+		{"feature", a, "author", ""},
+		{"other", b, "someone", ""},
+		{"other", a, "", "GitHub lists no push"},
+	} {
+		got, err := c.Pusher(context.Background(), tc.branch, tc.sha)
+		if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("Pusher(%s, %s) = %q, %v; want %q, %q", tc.branch, tc.sha[:7], got, err, tc.want, tc.err)
+		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 type PullRequest struct {
 	Number           int
 	HeadSHA, BaseRef string
+	// HeadRef is the head's branch, in the head's repository.
+	HeadRef string
 	// BaseSHA is the base branch's commit the pull request was last
 	// compared with: what judges it (its policies) is read there.
 	BaseSHA string
@@ -31,6 +33,9 @@ type PullRequest struct {
 	MergeCommitSHA string
 	MergedAt       time.Time
 	MergedBy       string
+	// Commits is how many commits the pull request has: how far back a
+	// rebase merge replayed them.
+	Commits int
 }
 
 // Fork reports whether the head comes from another repository than the
@@ -47,11 +52,12 @@ func (p PullRequest) Fork() bool {
 // pullRequestOf reads what PullRequest holds of GitHub's pull request.
 func pullRequestOf(pr *github.PullRequest) PullRequest {
 	return PullRequest{
-		Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), BaseRef: pr.GetBase().GetRef(), BaseSHA: pr.GetBase().GetSHA(),
+		Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(), HeadRef: pr.GetHead().GetRef(), BaseRef: pr.GetBase().GetRef(), BaseSHA: pr.GetBase().GetSHA(),
 		HeadRepoID: pr.GetHead().GetRepo().GetID(), BaseRepoID: pr.GetBase().GetRepo().GetID(),
 		HeadRepo: pr.GetHead().GetRepo().GetFullName(), BaseRepo: pr.GetBase().GetRepo().GetFullName(),
 		Merged: pr.GetMerged(), Draft: pr.GetDraft(), Author: pr.GetUser().GetLogin(),
 		MergeCommitSHA: pr.GetMergeCommitSHA(), MergedAt: pr.GetMergedAt().Time, MergedBy: pr.GetMergedBy().GetLogin(),
+		Commits: pr.GetCommits(),
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"sort"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -49,9 +48,9 @@ func capabilities() *ast.Capabilities {
 // those not named *_test.rego. Only regular files are read: a symbolic link
 // could name a file outside the folder (a credential the runner holds),
 // whose text a parse error would quote.
-func parseFolder(fsys fs.FS, tests bool) (map[string]*ast.Module, []string, error) {
+func parseFolder(fsys fs.FS, tests bool) (map[string]*ast.Module, map[string]string, error) {
 	modules := map[string]*ast.Module{}
-	var files []string
+	sources := map[string]string{}
 	var errs ast.Errors
 	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -66,14 +65,14 @@ func parseFolder(fsys fs.FS, tests bool) (map[string]*ast.Module, []string, erro
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("policy %s: not a regular file (a symbolic link?): refused", path)
 		}
-		if len(files) == maxFiles {
+		if len(sources) == maxFiles {
 			return fmt.Errorf("policy folder: more than %d .rego files", maxFiles)
 		}
 		src, err := readBounded(fsys, path)
 		if err != nil {
 			return err
 		}
-		files = append(files, path)
+		sources[path] = string(src)
 		mod, err := ast.ParseModuleWithOpts(path, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
 		if err != nil {
 			errs = append(errs, asErrors(err)...)
@@ -88,8 +87,7 @@ func parseFolder(fsys fs.FS, tests bool) (map[string]*ast.Module, []string, erro
 	if len(errs) > 0 {
 		return nil, nil, fmt.Errorf("parse policy: %w", formatErrors(errs))
 	}
-	sort.Strings(files)
-	return modules, files, nil
+	return modules, sources, nil
 }
 
 func readBounded(fsys fs.FS, path string) ([]byte, error) {

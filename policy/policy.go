@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -41,6 +42,9 @@ type Options struct {
 	Packages []string
 	// Timeout bounds each evaluation; default 5s. Past it, Eval fails.
 	Timeout time.Duration
+	// Sandbox, if set, evaluates in a child process bounded in memory
+	// and killed at the timeout (see Sandbox); nil evaluates here.
+	Sandbox *Sandbox
 }
 
 // Finding is one message of a deny, violation or warn rule.
@@ -52,6 +56,9 @@ type Finding struct {
 	Package string         `json:"package"`
 	Kind    string         `json:"kind"` // deny, violation or warn
 	Details map[string]any `json:"details,omitempty"`
+	// Source is whose rules said it, for people, when a caller judges
+	// with more than one set (the operator's, a repository's).
+	Source string `json:"source,omitempty"`
 }
 
 // Result is what the rules say of one stack.
@@ -66,6 +73,10 @@ type Set struct {
 	files   []string
 	rules   []*rule
 	timeout time.Duration
+	// sources and packages are what a sandbox compiles again.
+	sources  map[string]string
+	packages []string
+	sandbox  *Sandbox
 }
 
 // rule is one deny, violation or warn rule (all the definitions of one
@@ -86,7 +97,7 @@ var kindPattern = regexp.MustCompile(`^(deny|violation|warn)(_[A-Za-z0-9_]+)?$`)
 // tests, left out). A parse or compile error fails: the error names the file
 // and line (fs paths as given).
 func Load(ctx context.Context, fsys fs.FS, opts Options) (*Set, error) {
-	modules, files, err := parseFolder(fsys, false)
+	modules, sources, err := parseFolder(fsys, false)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +105,7 @@ func Load(ctx context.Context, fsys fs.FS, opts Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{files: files, timeout: opts.Timeout}
+	s := &Set{files: slices.Sorted(maps.Keys(sources)), timeout: opts.Timeout, sources: sources, packages: opts.Packages, sandbox: opts.Sandbox}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -187,10 +198,18 @@ func pathOf(pkg string) ast.Ref {
 // input. Any rule that errors or runs past the timeout fails the whole
 // evaluation: a stack is never judged by some of its rules only.
 func (s *Set) Eval(ctx context.Context, input Input) (Result, error) {
+	if s.sandbox != nil {
+		return s.evalIn(ctx, s.sandbox, input)
+	}
 	value, err := input.value()
 	if err != nil {
 		return Result{}, err
 	}
+	return s.eval(ctx, value)
+}
+
+// eval evaluates every rule on value, the input, here.
+func (s *Set) eval(ctx context.Context, value ast.Value) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var res Result

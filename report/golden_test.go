@@ -133,15 +133,17 @@ func goldenCases() []struct {
 		{name: "failed-stack", p: &engine.Preview{Project: "shop", Stack: "dev", Workspace: "dev", ChangeSteps: map[string]*engine.Step{}},
 			err: errors.New("apps/shop/dev/spec.yaml: resource 2 (v1:ConfigMap:shop:cfg): dependsOn names v1:Namespace:gone, which is not in the spec"), check: mdcheck.Want{}},
 		{name: "policy", p: samplePreview(), opts: report.CommentOptions{Location: "apps/shop/dev", Policy: &report.PolicyReport{
-			Source: "policy/ at the base branch's 1a2b3c4", Changed: true,
+			Source: "the operator's and policy/ at 1a2b3c4, the head of main", Changed: true,
 			Denies: []report.PolicyFinding{
 				{Rule: "no-public-lb", Message: "Service shop/web is of type LoadBalancer outside prod"},
+				{Rule: "org-regions", Message: "Bucket shop-assets is outside the regions the organisation allows", Operator: true},
 				{Rule: "main.deny", Message: "Deployment shop/web: container app has no memory limit", Overridden: true},
 			},
 			Warnings: []report.PolicyFinding{{Rule: "main.warn", Message: "ConfigMap shop/cfg has drifted and this change touches it"}},
 		}}, check: mdcheck.Want{Details: 5}},
 		{name: "policy-error", p: samplePreview(), opts: report.CommentOptions{Location: "apps/shop/dev", Policy: &report.PolicyReport{
-			Source: "policy/ at the base branch's 1a2b3c4", Err: "policy/limits.rego:7: rego_unsafe_var_error: var x is unsafe",
+			Source: "the operator's and policy/ at 1a2b3c4, the head of main", Err: "policy/ at 1a2b3c4, the head of main: policy/limits.rego:7: rego_unsafe_var_error: var x is unsafe",
+			Denies: []report.PolicyFinding{{Rule: "org-regions", Message: "Bucket shop-assets is outside the regions the organisation allows", Operator: true}},
 		}}, check: mdcheck.Want{Details: 5}},
 		{name: "policy-hostile", p: samplePreview(), opts: report.CommentOptions{Location: "apps/shop/dev", Policy: &report.PolicyReport{
 			Source: hostileFolder, Denies: []report.PolicyFinding{{Rule: hostile, Message: hostile + "\n```\n" + hostile}},

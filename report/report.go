@@ -141,6 +141,8 @@ type PolicyFinding struct {
 	Rule, Message string
 	// Overridden: an authorised override let the plan through this rule.
 	Overridden bool
+	// Operator: the rule is the operator's, not the repository's.
+	Operator bool
 }
 
 // Refused says whether the policies refuse the plan.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -21,20 +22,31 @@ import (
 )
 
 // Policies are the rules a run's stacks are judged by: the Rego files of a
-// policy folder, read from where the change cannot have altered them (the
-// base branch's commit for a pull request, the commit itself once
-// merged), and the operator's own. They are data: an executor away from
-// this process is handed them with the request, and compiles them there.
+// repository's policy folder, read as the commit the change was made onto
+// holds them (what was there before it: a change never judges itself), and
+// the operator's own. They are data: an executor away from this process is
+// handed them with the request, and compiles them there.
+//
+// The two are sealed from each other: compiled and evaluated apart, each
+// with only its own packages and data. Compiled together, a repository's
+// file in the operator's package could define lower or count (a rule
+// named like a builtin wins over it in its package), add to a set an
+// operator's rule reads, or print the operator's data into a comment. A
+// repository's rules can only add denials.
 type Policies struct {
-	// Files are the policy files by path (slash-separated); Source says
-	// where they were read, for people.
+	// Files are the repository's policy files by path (slash-separated);
+	// Source says where they were read, for people ("policy/ at 1a2b3c4,
+	// the head of main").
 	Files  map[string]string `json:"files,omitempty"`
 	Source string            `json:"source"`
+	// Operator are the operator's policy files, keyed by a path that
+	// tells them apart from the repository's (operator/<folder>/<file>).
+	Operator map[string]string `json:"operator,omitempty"`
 	// Packages are the packages whose deny, violation and warn rules count
 	// (default main).
 	Packages []string `json:"packages,omitempty"`
-	// LoadError is why the folder could not be read: every plan is
-	// refused (fail closed).
+	// LoadError is why the repository's folder could not be read: every
+	// plan is refused (fail closed).
 	LoadError string `json:"loadError,omitempty"`
 	// Overrides are the rules an authorised person let an apply pass.
 	Overrides   []string            `json:"overrides,omitempty"`
@@ -46,8 +58,17 @@ type Policies struct {
 	Changed bool `json:"changed,omitempty"`
 
 	once sync.Once
-	set  *policy.Set
-	err  error
+	sets []judgingSet
+}
+
+// OperatorSource names the operator's rules in comments and errors.
+const OperatorSource = "the operator's"
+
+// judgingSet is one sealed set of rules, compiled, or why it could not be.
+type judgingSet struct {
+	source string
+	set    *policy.Set
+	err    error
 }
 
 // MaxPolicyFiles and MaxPolicyBytes bound a policy folder: rules, not a
@@ -57,24 +78,48 @@ const (
 	MaxPolicyBytes = 4 << 20
 )
 
-// compiled is the rules, compiled once for every stack of the run.
-func (p *Policies) compiled(ctx context.Context) (*policy.Set, error) {
+// compiled is the operator's rules and the repository's, each compiled on
+// its own, once for every stack of the run.
+func (p *Policies) compiled(ctx context.Context, sb *policy.Sandbox) []judgingSet {
 	p.once.Do(func() {
-		if p.LoadError != "" {
-			p.err = errors.New(p.LoadError)
-			return
+		if len(p.Operator) > 0 {
+			set, err := compileFiles(ctx, p.Operator, p.Packages, sb)
+			p.sets = append(p.sets, judgingSet{source: OperatorSource, set: set, err: err})
 		}
-		fsys := fstest.MapFS{}
-		for name, body := range p.Files {
-			if !fs.ValidPath(name) {
-				p.err = fmt.Errorf("policy file %q: not a path inside the folder", name)
-				return
-			}
-			fsys[name] = &fstest.MapFile{Data: []byte(body), Mode: 0o644}
+		switch {
+		case p.LoadError != "":
+			p.sets = append(p.sets, judgingSet{source: p.Source, err: errors.New(p.LoadError)})
+		case len(p.Files) > 0:
+			set, err := compileFiles(ctx, p.Files, p.Packages, sb)
+			p.sets = append(p.sets, judgingSet{source: p.Source, set: set, err: err})
 		}
-		p.set, p.err = policy.Load(ctx, fsys, policy.Options{Packages: p.Packages})
 	})
-	return p.set, p.err
+	return p.sets
+}
+
+// compileFiles compiles files as one policy folder, to be evaluated in sb
+// (nil: here).
+func compileFiles(ctx context.Context, files map[string]string, packages []string, sb *policy.Sandbox) (*policy.Set, error) {
+	fsys := fstest.MapFS{}
+	for name, body := range files {
+		if !fs.ValidPath(name) {
+			return nil, fmt.Errorf("policy file %q: not a path inside the folder", name)
+		}
+		fsys[name] = &fstest.MapFile{Data: []byte(body), Mode: 0o644}
+	}
+	return policy.Load(ctx, fsys, policy.Options{Packages: packages, Sandbox: sb})
+}
+
+// sources names every set of rules, for people.
+func (p *Policies) sources() string {
+	var out []string
+	if len(p.Operator) > 0 {
+		out = append(out, OperatorSource)
+	}
+	if p.LoadError != "" || len(p.Files) > 0 {
+		out = append(out, p.Source)
+	}
+	return strings.Join(out, " and ")
 }
 
 // PolicyOutcome is what the policies said of one stack's plan.
@@ -128,40 +173,61 @@ func (o *PolicyOutcome) Report() *report.PolicyReport {
 	}
 	r := &report.PolicyReport{Source: o.Source, Err: o.Err, Changed: o.Changed}
 	for _, d := range o.Denies {
-		r.Denies = append(r.Denies, report.PolicyFinding{Rule: d.Rule, Message: d.Message, Overridden: slices.Contains(o.Overrides, d.Rule)})
+		r.Denies = append(r.Denies, report.PolicyFinding{Rule: d.Rule, Message: d.Message, Overridden: slices.Contains(o.Overrides, d.Rule), Operator: d.Source == OperatorSource})
 	}
 	for _, w := range o.Warnings {
-		r.Warnings = append(r.Warnings, report.PolicyFinding{Rule: w.Rule, Message: w.Message})
+		r.Warnings = append(r.Warnings, report.PolicyFinding{Rule: w.Rule, Message: w.Message, Operator: w.Source == OperatorSource})
 	}
 	return r
 }
 
-// judge evaluates the rules on one stack's plan. Whatever fails, the
-// outcome says so and refuses the plan: rules never pass by error.
-func (p *Policies) judge(ctx context.Context, pv *engine.Preview, spec *model.Spec, dir string) *PolicyOutcome {
-	o := &PolicyOutcome{Source: p.Source, Overrides: slices.Clone(p.Overrides), Changed: p.Changed}
-	set, err := p.compiled(ctx)
-	if err != nil {
-		o.Err = model.MaskFingerprints(err.Error())
-		return o
-	}
+// judge evaluates the rules on one stack's plan, in sb (nil: here).
+// Whatever fails, the outcome says so and refuses the plan: rules never
+// pass by error.
+func (p *Policies) judge(ctx context.Context, sb *policy.Sandbox, pv *engine.Preview, spec *model.Spec, dir string) *PolicyOutcome {
+	o := &PolicyOutcome{Source: p.sources(), Overrides: slices.Clone(p.Overrides), Changed: p.Changed}
 	in := policy.Input{Preview: pv, Spec: spec, Dir: path.Clean(dir), PullRequest: p.PullRequest}
 	if pv != nil {
 		in.Project, in.Stack, in.Workspace = pv.Project, pv.Stack, pv.Workspace
 	}
-	res, err := set.Eval(ctx, in)
-	if err != nil {
-		o.Err = model.MaskFingerprints(err.Error())
-		return o
+	sets := p.compiled(ctx, sb)
+	var errs []string
+	for _, js := range sets {
+		err := js.err
+		var res policy.Result
+		if err == nil {
+			res, err = js.set.Eval(ctx, in)
+		}
+		if err != nil {
+			// One set failing refuses the plan; the other's findings
+			// are still shown.
+			msg := err.Error()
+			if len(sets) > 1 {
+				msg = js.source + ": " + msg
+			}
+			errs = append(errs, model.MaskFingerprints(msg))
+			continue
+		}
+		for _, f := range res.Denies {
+			f.Source = js.source
+			o.Denies = append(o.Denies, f)
+		}
+		for _, f := range res.Warnings {
+			f.Source = js.source
+			o.Warnings = append(o.Warnings, f)
+		}
 	}
-	o.Denies, o.Warnings = res.Denies, res.Warnings
+	o.Err = strings.Join(errs, "\n")
 	return o
 }
 
-// FolderReader reads a folder as a commit holds it; *githubapi.Client is
-// the implementation.
-type FolderReader interface {
+// PolicyReader reads, through GitHub, what judges a change: the commit
+// it was made onto (a branch's head, a merge's parents) and the policy
+// folder there; *githubapi.Client is the implementation.
+type PolicyReader interface {
 	FolderAt(ctx context.Context, dir, ref string, lim githubapi.ArchiveLimits) (map[string][]byte, error)
+	BranchHead(ctx context.Context, branch string) (string, error)
+	Commit(ctx context.Context, sha string) (*githubapi.Commit, error)
 }
 
 // ReadPolicyFolder reads the .rego files of fsys, bounded as a policy
@@ -202,87 +268,176 @@ func ReadPolicyFolder(fsys fs.FS) (map[string]string, error) {
 	return out, err
 }
 
-// PolicySource is where a run's rules come from.
+// PolicySource is where a run's rules come from. What the change is (at
+// most one of PullRequest, Merge and Base) says which commit's policy
+// folder judges it: always one from before the change, so that a change
+// to the rules is judged by the rules it changes.
 type PolicySource struct {
 	// Folder is the repository's policy folder ("policy"; "" for none).
 	Folder string
-	// Ref is the commit whose policy folder judges the change, read
-	// through GitHub: a pull request's base, a merge queue group's base,
-	// never the change's own head. Empty: Checkout holds it (a merge, or
-	// a push: the commit applied is its own base).
-	Ref    string
-	GitHub FolderReader
-	// Checkout is the repository's folder, and SHA its commit, for people.
+	GitHub PolicyReader
+	// Checkout is the repository's folder, and SHA its commit: the rules
+	// are read there when the source names no change (a run away from
+	// GitHub).
 	Checkout, SHA string
-	// Extra are rules of the operator's, judging every repository: keyed
-	// by a name that tells them apart from the repository's.
-	Extra map[string]string
+	// Operator are rules of the operator's, judging every repository,
+	// keyed by a name that tells them apart from the repository's: sealed
+	// from them (see Policies).
+	Operator map[string]string
 	// Packages are the packages whose rules count (default main).
 	Packages []string
-	// PullRequest is the pull request judged: its rules are read at its
-	// base commit (Ref is its Base), never at its head, and rules see it.
+
+	// PullRequest is a pull request before its merge, into BaseBranch:
+	// judged by the rules at the branch's head as GitHub says it is now,
+	// not at the base commit the pull request recorded, which may be
+	// older. Rules see it.
 	PullRequest *policy.PullRequest
+	BaseBranch  string
+	// Merge is a pull request's merge: judged by the rules of the commit
+	// it was merged onto.
+	Merge *MergedChange
+	// Base is the commit the event says the change was made onto (a
+	// merge queue group's base, the commit before a push), and BaseWhat
+	// what it is, for people.
+	Base, BaseWhat string
+}
+
+// MergedChange is a pull request's merge: the commit it made on its base
+// branch, the pull request's head and how many commits it had.
+type MergedChange struct {
+	SHA, Head string
+	Commits   int
+}
+
+// rulesCommit is the commit whose policy folder judges the change src
+// names, and what it is, for people; "" with no error when the source
+// names no change (the checkout's own rules).
+func (src PolicySource) rulesCommit(ctx context.Context) (sha, what string, err error) {
+	switch {
+	case src.PullRequest != nil:
+		if src.BaseBranch == "" {
+			return "", "", errors.New("GitHub named no base branch of the pull request to read the policies at")
+		}
+		if src.GitHub == nil {
+			return "", "", errors.New("no GitHub client to read the base branch with")
+		}
+		sha, err := src.GitHub.BranchHead(ctx, src.BaseBranch)
+		if err != nil {
+			return "", "", err
+		}
+		return sha, "the head of " + src.BaseBranch, nil
+	case src.Merge != nil:
+		if src.GitHub == nil {
+			return "", "", errors.New("no GitHub client to read the merge with")
+		}
+		return mergedOnto(ctx, src.GitHub, *src.Merge)
+	case src.Base != "":
+		return src.Base, src.BaseWhat, nil
+	}
+	return "", "", nil
+}
+
+// maxRebasedCommits bounds the walk back over a rebase merge's commits:
+// GitHub lists at most 250 commits of a pull request, and rebases no more.
+const maxRebasedCommits = 250
+
+// mergedOnto is the commit the merge m was made onto: a merge commit's
+// first parent; a squash's parent; for a rebase, which replays each of
+// the pull request's commits onto the base, the parent of the first one
+// replayed. The commits between are the pull request's own, and one of
+// them may be the change to the rules.
+func mergedOnto(ctx context.Context, gh PolicyReader, m MergedChange) (string, string, error) {
+	c, err := gh.Commit(ctx, m.SHA)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case len(c.Parents) >= 2:
+		return c.Parents[0], "the commit the merge was made onto", nil
+	case len(c.Parents) == 0:
+		return "", "", fmt.Errorf("the merge %s has no parent commit to read the policies at", shortSHA(m.SHA))
+	}
+	back := 1
+	if m.Commits > 1 {
+		// A squash makes one commit of its own; a rebase keeps each
+		// commit's author, date and message, and fast-forwards when it
+		// can: the merge is then the head itself.
+		head, err := gh.Commit(ctx, m.Head)
+		if err != nil {
+			return "", "", err
+		}
+		if c.SHA == head.SHA || (c.Message == head.Message && c.AuthorDate.Equal(head.AuthorDate) && c.AuthorEmail == head.AuthorEmail) {
+			if m.Commits > maxRebasedCommits {
+				return "", "", fmt.Errorf("the rebase %s replayed %d commits, more than the %d the policies' commit is looked for behind", shortSHA(m.SHA), m.Commits, maxRebasedCommits)
+			}
+			back = m.Commits
+		}
+	}
+	for i := 1; i < back; i++ {
+		if c, err = gh.Commit(ctx, c.Parents[0]); err != nil {
+			return "", "", err
+		}
+		if len(c.Parents) != 1 {
+			return "", "", fmt.Errorf("the rebase %s: commit %s, %d behind it, is not one the rebase replayed", shortSHA(m.SHA), shortSHA(c.SHA), i)
+		}
+	}
+	return c.Parents[0], "the commit the merge was made onto", nil
 }
 
 // LoadPolicies reads the rules src names: nil when there are none. A folder
-// that cannot be read refuses every plan (LoadError): rules never pass by
-// error.
+// that cannot be read, or a commit to read it at that cannot be found,
+// refuses every plan (LoadError): rules never pass by error.
 func LoadPolicies(ctx context.Context, src PolicySource) *Policies {
-	p := &Policies{Files: map[string]string{}, Packages: src.Packages, Folder: src.Folder}
-	var sources []string
-	for name, body := range src.Extra {
-		p.Files[name] = body
+	p := &Policies{Packages: src.Packages, Folder: src.Folder, PullRequest: src.PullRequest}
+	if len(src.Operator) > 0 {
+		p.Operator = maps.Clone(src.Operator)
 	}
-	if len(src.Extra) > 0 {
-		sources = append(sources, "the operator's")
-	}
-	if pr := src.PullRequest; pr != nil {
-		src.Ref = pr.Base
-	}
-	if dir := strings.Trim(src.Folder, "/"); dir != "" {
-		if src.PullRequest != nil && src.Ref == "" {
-			// Never the head's own rules in the base's place.
-			return &Policies{Folder: src.Folder, Source: dir + "/", PullRequest: src.PullRequest,
-				LoadError: "GitHub named no base commit of the pull request to read the policies at"}
+	dir := strings.Trim(src.Folder, "/")
+	if dir == "" {
+		if len(p.Operator) == 0 {
+			return nil
 		}
-		var files map[string]string
-		var err error
-		at := src.Ref
-		switch {
-		case src.Ref != "" && src.GitHub == nil:
-			err = errors.New("no GitHub client to read it with")
-		case src.Ref != "":
-			var raw map[string][]byte
-			raw, err = src.GitHub.FolderAt(ctx, dir, src.Ref, githubapi.ArchiveLimits{MaxFiles: MaxPolicyFiles, MaxBytes: MaxPolicyBytes})
-			files = map[string]string{}
-			for name, body := range raw {
-				if strings.HasSuffix(name, ".rego") {
-					files[name] = string(body)
-				}
+		return p
+	}
+	p.Source = dir + "/"
+	at, what, err := src.rulesCommit(ctx)
+	if err != nil {
+		p.LoadError = fmt.Sprintf("finding the commit to read %s at: %v", p.Source, err)
+		return p
+	}
+	var files map[string]string
+	switch {
+	case at != "":
+		p.Source += " at " + shortSHA(at)
+		if what != "" {
+			p.Source += ", " + what
+		}
+		var raw map[string][]byte
+		raw, err = src.GitHub.FolderAt(ctx, dir, at, githubapi.ArchiveLimits{MaxFiles: MaxPolicyFiles, MaxBytes: MaxPolicyBytes})
+		files = map[string]string{}
+		for name, body := range raw {
+			if strings.HasSuffix(name, ".rego") {
+				files[name] = string(body)
 			}
-		default:
-			at = src.SHA
-			files, err = ReadPolicyFolder(os.DirFS(filepath.Join(src.Checkout, filepath.FromSlash(dir))))
 		}
-		where := dir + "/"
-		if at != "" {
-			where += " at " + shortSHA(at)
+	default:
+		if src.SHA != "" {
+			p.Source += " at " + shortSHA(src.SHA)
 		}
-		if err != nil {
-			p.Source, p.LoadError = where, fmt.Sprintf("reading %s: %v", where, err)
-			return p
-		}
-		for name, body := range files {
-			p.Files[path.Join(dir, name)] = body
-		}
-		if len(files) > 0 {
-			sources = append(sources, where)
-		}
+		files, err = ReadPolicyFolder(os.DirFS(filepath.Join(src.Checkout, filepath.FromSlash(dir))))
 	}
-	if len(p.Files) == 0 {
+	if err != nil {
+		p.LoadError = fmt.Sprintf("reading %s: %v", p.Source, err)
+		return p
+	}
+	if len(files) > 0 {
+		p.Files = map[string]string{}
+	}
+	for name, body := range files {
+		p.Files[path.Join(dir, name)] = body
+	}
+	if len(p.Files) == 0 && len(p.Operator) == 0 {
 		return nil
 	}
-	p.Source = strings.Join(sources, " and ")
-	p.PullRequest = src.PullRequest
 	return p
 }

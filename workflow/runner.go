@@ -18,6 +18,7 @@ import (
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/policy"
 )
 
 // Command is what to do with a stack.
@@ -160,6 +161,10 @@ type RuntimeFactory interface {
 type Runner struct {
 	// Runtimes builds each stack's runtimes.
 	Runtimes RuntimeFactory
+	// PolicySandbox, if set, is where a repository's policies are
+	// evaluated: a child process bounded in memory and time, so that the
+	// rules of a pull request's base cannot exhaust this one's.
+	PolicySandbox *policy.Sandbox
 	// OpenStore opens the release store a run's options name; default
 	// OpenStore.
 	OpenStore func(ctx context.Context, opts Options) (store *backend.Store, where string, err error)
@@ -281,7 +286,7 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 			target.Origin = &o
 		}
 		applyOpts.Check = func(ctx context.Context, p *engine.Preview) error {
-			run.Policy = opts.Policy.judge(ctx, p, target.Spec, stackDir)
+			run.Policy = opts.Policy.judge(ctx, r.PolicySandbox, p, target.Spec, stackDir)
 			return run.Policy.Refused()
 		}
 	}
@@ -292,7 +297,7 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 			run.Err = run.Preview.Err()
 		}
 		if run.Err == nil && opts.Policy != nil {
-			run.Policy = opts.Policy.judge(ctx, run.Preview, target.Spec, stackDir)
+			run.Policy = opts.Policy.judge(ctx, r.PolicySandbox, run.Preview, target.Spec, stackDir)
 		}
 	case Apply, Destroy:
 		var res *engine.Result

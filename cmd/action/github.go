@@ -216,12 +216,17 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		scan := &workflow.DriftScan{Runner: &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, Options: opts, Root: root, MaxParallel: maxParallel}
 		return runDriftGitHub(ctx, ga, gctx, gh, scan, in, red.String, log)
 	}
+	runner, err := newRunner(rts)
+	if err != nil {
+		ga.Errorf("%v", err)
+		return 1
+	}
 	if raw := in("request"); raw != "" {
-		return runRequest(ctx, ga, gctx, raw, &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, opts, workspace, log)
+		return runRequest(ctx, ga, gctx, raw, runner, opts, workspace, log)
 	}
 
 	change := &workflow.Change{
-		Root: root, Command: cmd, Runner: &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, Options: opts, MaxParallel: maxParallel,
+		Root: root, Command: cmd, Runner: runner, Options: opts, MaxParallel: maxParallel,
 		Deployments: deployments,
 		Selection:   workflow.Selection{Shared: list(in("shared-paths")), Stacks: list(in("stacks"))},
 		Comment:     in("comment"), GitHub: gh, Renderer: renderer, Log: log,
@@ -244,6 +249,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		}
 	}
 
+	var before string
 	switch {
 	case pr != nil:
 		change.Number, change.SHA = pr.Number, pr.HeadSHA
@@ -260,8 +266,23 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 				ga.Noticef("pull request #%d comes from a fork: previewed against the prior release only (allow-fork-credentials: true previews it with the credentials given)", pr.Number)
 			}
 		}
+		if repo, _ := gctx.Event["repository"].(map[string]any); cmd != workflow.Preview {
+			// The rule the bot keeps: a pull request into a branch other
+			// than the default, whose rules and protection a writer sets,
+			// is previewed, never applied.
+			def, _ := repo["default_branch"].(string)
+			if !workflow.AppliesFrom(pr.BaseRef, def, nil) {
+				ga.Errorf("%s refused: pull request #%d is into %s, not the default branch %s: a pull request into another branch is previewed, never applied", cmd, pr.Number, pr.BaseRef, def)
+				return 1
+			}
+		}
 	case gctx.EventName == "push":
 		change.SHA = gctx.SHA
+		// What the branch held before the push judges it; a push that
+		// made the branch has none (GitHub sends zeros).
+		if b, _ := gctx.Event["before"].(string); fullSHA.MatchString(b) && strings.Trim(b, "0") != "" {
+			before = b
+		}
 		numbers, err := gh.PullRequestsOfCommit(ctx, gctx.SHA)
 		if err != nil {
 			ga.Errorf("%v", err)
@@ -296,7 +317,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		return 2
 	}
 
-	change.Options.Policy, err = actionPolicies(ctx, in, gh, pr, change, workspace)
+	change.Options.Policy, err = actionPolicies(ctx, in, gh, pr, change, workspace, before)
 	if err != nil {
 		ga.Errorf("%v", err)
 		return 2

@@ -37,6 +37,7 @@ import (
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/engine/spec"
 	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/policy"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
@@ -45,6 +46,11 @@ import (
 )
 
 func main() {
+	if policy.IsSandbox(os.Args) {
+		// A child this program started to evaluate a repository's
+		// policies in.
+		os.Exit(policy.ServeSandbox(context.Background(), os.Stdin, os.Stdout))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	if os.Getenv("GITHUB_ACTIONS") == "true" && len(os.Args) == 1 {
@@ -56,6 +62,16 @@ func main() {
 	}
 	stop()
 	os.Exit(code)
+}
+
+// newRunner is the runner of stacks with rts, evaluating policies in a
+// child of this program (policy.Sandbox).
+func newRunner(rts runtimes.Factory) (*workflow.Runner, error) {
+	sb, err := policy.Self(policy.DefaultMaxMemory)
+	if err != nil {
+		return nil, err
+	}
+	return &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore, PolicySandbox: sb}, nil
 }
 
 const usage = `usage: action COMMAND --stack DIR [flags]
@@ -215,7 +231,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
-	runner := &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}
+	runner, err := newRunner(rts)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
 	if execute {
 		opts.WaitHeld = *holdWait
 		return executeRequest(ctx, runner, *request, opts, stdout, stderr)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/bot"
+	"github.com/kusionpr/kusionpr/policy"
 )
 
 const usage = `usage: bot
@@ -35,6 +36,10 @@ deploy/kubernetes/bot.yaml is a deployment to start from.
 `
 
 func main() {
+	if policy.IsSandbox(os.Args) {
+		// A child this bot started to evaluate a repository's policies in.
+		os.Exit(policy.ServeSandbox(context.Background(), os.Stdin, os.Stdout))
+	}
 	if len(os.Args) > 1 {
 		// Help asked for, or an argument the bot has no use for: say
 		// where its settings are rather than start.

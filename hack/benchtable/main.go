@@ -99,6 +99,7 @@ func rows() []row {
 		{Scenario: "… GitHub requests of the first scan keeping the issues (5 opened)", Benchmark: "BenchmarkDriftScan", Ours: "requests-first", Unit: "requests", target: target{"equal", 6}},
 		{Scenario: "… of the next scan (nothing new to say)", Benchmark: "BenchmarkDriftScan", Ours: "requests-again", Unit: "requests", target: target{"equal", 1}},
 		{Scenario: "policy: 10 Rego rules judging the 1,000-object preview, 10% changed (one Eval, the input's conversion included)", Benchmark: "BenchmarkPolicyEval", Ours: "eval-ms", Reference: "json-ms", RefName: "writing the same preview as preview -o json", Unit: "ms"},
+		{Scenario: "policy: the same, in the sandbox the bot and the action evaluate in (a child process, the rules compiled again, the input as JSON)", Benchmark: "BenchmarkPolicyEval", Ours: "sandbox-ms", Reference: "json-ms", RefName: "writing the same preview as preview -o json", Unit: "ms"},
 		{Scenario: tput, Benchmark: "BenchmarkMergeThroughput", Ours: "p50-ms", Unit: "ms (p50)"},
 		{Scenario: "… p99", Benchmark: "BenchmarkMergeThroughput", Ours: "p99-ms", Unit: "ms (p99)"},
 		{Scenario: "… merges applied exactly once", Benchmark: "BenchmarkMergeThroughput", Ours: "applied", Unit: "merges", target: target{"equal", 100}},

@@ -61,6 +61,12 @@ func handler(opID string) func(*Server, *request) response {
 		return (*Server).content
 	case "repos/compare-commits":
 		return (*Server).compare
+	case "repos/get-commit":
+		return (*Server).getCommit
+	case "git/get-ref":
+		return (*Server).getRef
+	case "repos/list-activities":
+		return (*Server).listActivities
 	case "repos/create-deployment":
 		return (*Server).createDeployment
 	case "repos/create-deployment-status":
@@ -529,6 +535,13 @@ func (s *Server) pullJSON(rq *request, opID string, number int) map[string]any {
 	}
 	if _, ok := m["comments"]; ok {
 		set(m, "comments", s.commentCount(rq.repo, number))
+	}
+	if _, ok := m["commits"]; ok && p.commits > 0 {
+		set(m, "commits", p.commits)
+	}
+	if p.headRef != "" {
+		set(m, "head.ref", p.headRef)
+		set(m, "head.label", headOwner+":"+p.headRef)
 	}
 	if p.merged {
 		set(m, "merge_commit_sha", p.mergeSHA)

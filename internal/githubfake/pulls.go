@@ -45,6 +45,17 @@ func (s *Server) SetMergeableState(owner, repo string, number int, state string)
 	s.st.touch(p)
 }
 
+// SetPullCommits sets how many commits the pull request has (commits),
+// and its head's branch (head.ref): what a rebase merge replays, and
+// where its head was pushed.
+func (s *Server) SetPullCommits(owner, repo string, number, commits int, headRef string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.mustPull("SetPullCommits", owner, repo, number)
+	p.commits, p.headRef = commits, headRef
+	s.st.touch(p)
+}
+
 func (s *Server) mustPull(caller, owner, repo string, number int) *pull {
 	p := s.st.pulls[pullKey(repoKey(owner, repo), number)]
 	if p == nil {

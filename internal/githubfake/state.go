@@ -33,10 +33,12 @@ type state struct {
 	reviews     map[string][]*review // by repo#number
 	tick        int64                // orders pulls' creation and updates
 
-	trees     map[string]*tree    // by repo@ref
-	downloads map[string]string   // codeload token -> repo@ref it was issued for
-	parents   map[string][]string // by repo@sha: the commit graph a comparison reads (SetParents)
-	branches  map[string]string   // by repo@branch: the commit it points at (SetBranch)
+	trees      map[string]*tree    // by repo@ref
+	downloads  map[string]string   // codeload token -> repo@ref it was issued for
+	parents    map[string][]string // by repo@sha: the commit graph a comparison reads (SetParents)
+	branches   map[string]string   // by repo@branch: the commit it points at (SetBranch)
+	commits    map[string]Commit   // by repo@sha: message and author (SetCommit)
+	activities []*activity         // branch updates, oldest first (Push)
 
 	workflows         map[string]Workflow // by repo/file
 	runs              []*actionsRun       // in dispatch order
@@ -57,6 +59,8 @@ type pull struct {
 	fork, merged    bool
 	state, mergeSHA string
 	author          string // "" keeps the documented example's
+	commits         int    // 0 keeps the documented example's (SetPullCommits)
+	headRef         string // "" keeps the documented example's
 	// mergeableState is GitHub's mergeable_state; "" keeps the example's.
 	mergeableState       string
 	unknownReads         int  // reads left that answer mergeable null (SetMergeableAfter)

@@ -1,0 +1,19 @@
+package bot
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/kusionpr/kusionpr/policy"
+)
+
+// TestMain serves the policy sandbox a bot of these tests starts, as the
+// bot's own main does: its runner evaluates policies in a child of the
+// running program, this test binary.
+func TestMain(m *testing.M) {
+	if policy.IsSandbox(os.Args) {
+		os.Exit(policy.ServeSandbox(context.Background(), os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}
