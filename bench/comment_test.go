@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -154,10 +153,8 @@ func checkParts(b *testing.B, path string, want int, secrets []string) {
 // one that skipped outside the benchmark would fail make test, where a skip
 // means a missing environment.
 func TestMain(m *testing.M) {
-	if policy.IsSandbox(os.Args) {
-		// BenchmarkPolicyEval's sandbox, as the bot's main serves it.
-		os.Exit(policy.ServeSandbox(context.Background(), os.Stdin, os.Stdout))
-	}
+	// BenchmarkPolicyEval's sandbox, as the bot's main serves it.
+	policy.ServeIfSandbox()
 	if out := os.Getenv(renderChildEnv); out != "" {
 		if err := renderChild(out); err != nil {
 			fmt.Fprintln(os.Stderr, "render child:", err)

@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -12,8 +11,6 @@ import (
 // bot's own main does: its runner evaluates policies in a child of the
 // running program, this test binary.
 func TestMain(m *testing.M) {
-	if policy.IsSandbox(os.Args) {
-		os.Exit(policy.ServeSandbox(context.Background(), os.Stdin, os.Stdout))
-	}
+	policy.ServeIfSandbox()
 	os.Exit(m.Run())
 }

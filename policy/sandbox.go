@@ -73,6 +73,16 @@ func Self(maxMemory int64) (*Sandbox, error) {
 // IsSandbox reports whether args (os.Args) start a sandbox.
 func IsSandbox(args []string) bool { return len(args) > 1 && args[1] == SandboxArg }
 
+// ServeIfSandbox, when this program was started as a sandbox, serves its
+// evaluation and exits; otherwise it returns. A program that evaluates
+// with Self calls it first thing in main, and so does a test binary
+// (TestMain) whose code under test does.
+func ServeIfSandbox() {
+	if IsSandbox(os.Args) {
+		os.Exit(ServeSandbox(context.Background(), os.Stdin, os.Stdout))
+	}
+}
+
 func (sb *Sandbox) maxMemory() int64 {
 	if sb.MaxMemory > 0 {
 		return sb.MaxMemory

@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"context"
 	"os"
 	"reflect"
 	"runtime"
@@ -11,27 +10,18 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/internal/testenv"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/policy"
 )
 
-// TestMain makes this test binary a sandbox when asked to be one, as the
-// bot's and the action's mains do.
-func TestMain(m *testing.M) {
-	if policy.IsSandbox(os.Args) {
-		os.Exit(policy.ServeSandbox(context.Background(), os.Stdin, os.Stdout))
-	}
-	os.Exit(m.Run())
-}
-
-// testSandbox is this test binary as a sandbox.
+// testSandbox is a sandbox of testdata/sandbox, a program that serves
+// one as the bot's and the action's mains do. Not this test binary: built
+// with the race detector, as make test builds it, it could not start in a
+// bounded data segment.
 func testSandbox(t *testing.T, maxMemory int64) *policy.Sandbox {
 	t.Helper()
-	sb, err := policy.Self(maxMemory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sb
+	return &policy.Sandbox{Path: testenv.Binary(t, "./testdata/sandbox"), Args: []string{policy.SandboxArg}, MaxMemory: maxMemory}
 }
 
 // TestSandboxJudgesAsHere: the example policies judge a plan in a sandbox

@@ -46,11 +46,8 @@ import (
 )
 
 func main() {
-	if policy.IsSandbox(os.Args) {
-		// A child this program started to evaluate a repository's
-		// policies in.
-		os.Exit(policy.ServeSandbox(context.Background(), os.Stdin, os.Stdout))
-	}
+	// A child this program started to evaluate a repository's policies in.
+	policy.ServeIfSandbox()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	if os.Getenv("GITHUB_ACTIONS") == "true" && len(os.Args) == 1 {

@@ -36,10 +36,8 @@ deploy/kubernetes/bot.yaml is a deployment to start from.
 `
 
 func main() {
-	if policy.IsSandbox(os.Args) {
-		// A child this bot started to evaluate a repository's policies in.
-		os.Exit(policy.ServeSandbox(context.Background(), os.Stdin, os.Stdout))
-	}
+	// A child this program started to evaluate a repository's policies in.
+	policy.ServeIfSandbox()
 	if len(os.Args) > 1 {
 		// Help asked for, or an argument the bot has no use for: say
 		// where its settings are rather than start.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -11,8 +10,6 @@ import (
 // TestMain serves the policy sandbox when the code under test, run in
 // this test binary, starts one of itself, as main does.
 func TestMain(m *testing.M) {
-	if policy.IsSandbox(os.Args) {
-		os.Exit(policy.ServeSandbox(context.Background(), os.Stdin, os.Stdout))
-	}
+	policy.ServeIfSandbox()
 	os.Exit(m.Run())
 }
