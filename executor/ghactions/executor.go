@@ -409,7 +409,7 @@ func (f *follow) result(ctx context.Context, wr *githubapi.WorkflowRun) (workflo
 	if err != nil {
 		return workflow.RequestResult{}, fmt.Errorf("the result of workflow run %s: artifact %s: %w", wr.HTMLURL, name, err)
 	}
-	res, err := workflow.DecodeRequestResult(f.id, data)
+	res, err := workflow.DecodeRequestResult(f.req, data)
 	if err != nil {
 		return res, fmt.Errorf("the result of workflow run %s: %w", wr.HTMLURL, err)
 	}

@@ -95,9 +95,21 @@ func (w *world) result(d githubfake.Dispatch, res workflow.RequestResult) {
 	w.gh.AddArtifact(owner, repo, d.RunID, ghactions.ArtifactName(d.Inputs["id"]), map[string][]byte{".kusionpr-result.json": data})
 }
 
-func applied(id string, revision uint64) workflow.RequestResult {
+// requestOf is the request a dispatch carries.
+func requestOf(t *testing.T, d githubfake.Dispatch) workflow.Request {
+	t.Helper()
+	var req workflow.Request
+	if err := json.Unmarshal([]byte(d.Inputs["request"]), &req); err != nil {
+		t.Errorf("the request input: %v", err)
+	}
+	return req
+}
+
+// applied is the result of req's apply as release revision.
+func applied(req workflow.Request, revision uint64) workflow.RequestResult {
 	to := &model.Resource{ID: "v1:ConfigMap:apps:settings", Type: "Kubernetes", Attributes: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
-	return workflow.RequestResult{Request: id, Project: "apps", StackName: "dev", Workspace: "dev", Revision: revision, Phase: model.PhaseSucceeded,
+	return workflow.RequestResult{Request: req.ID(), Stack: req.Stack, Commit: req.Commit, Command: req.Command,
+		Project: "apps", StackName: "dev", Workspace: "dev", Revision: revision, Phase: model.PhaseSucceeded,
 		Preview: &engine.Preview{Project: "apps", Workspace: "dev", Stack: "dev", StepKeys: []string{to.ID},
 			ChangeSteps: map[string]*engine.Step{to.ID: {ID: to.ID, Action: engine.Create, To: to}}}}
 }
@@ -115,13 +127,15 @@ func TestRunsReportedWithTheirLink(t *testing.T) {
 		want []string
 	}{
 		{"applied", func(w *world, d githubfake.Dispatch) string {
-			w.result(d, applied(d.Inputs["id"], 3))
+			w.result(d, applied(requestOf(t, d), 3))
 			return "success"
 		}, []string{"Applied stack", "release 3 succeeded"}},
 		{"failed without a result", func(w *world, d githubfake.Dispatch) string { return "failure" },
 			[]string{"ended in failure and left no result (artifact kusionpr-result-apply-"}},
 		{"another request's result", func(w *world, d githubfake.Dispatch) string {
-			w.result(d, applied("apply-000000000000000000000000", 3))
+			res := applied(requestOf(t, d), 3)
+			res.Request = "apply-000000000000000000000000"
+			w.result(d, res)
 			return "success"
 		}, []string{`names request "apply-000000000000000000000000"`}},
 		{"a zip bomb", func(w *world, d githubfake.Dispatch) string {
@@ -199,7 +213,7 @@ func TestOneRunPerRequest(t *testing.T) {
 		t.Fatalf("a stopped wait: %v", got.Err)
 	}
 	d := w.gh.Dispatches()[0]
-	w.result(d, applied(d.Inputs["id"], 3))
+	w.result(d, applied(requestOf(t, d), 3))
 	w.gh.CompleteRun(owner, repo, d.RunID, "success")
 
 	// Restarted, then redelivered: the same run, read twice.
@@ -231,11 +245,12 @@ func TestOneRunPerRequest(t *testing.T) {
 	}
 	all := w.gh.Dispatches()
 	first, second := all[len(all)-2], all[len(all)-1]
-	skipped := workflow.RequestResult{Request: req.ID(), Project: "apps", StackName: "dev", Workspace: "dev", Skipped: "release 4 applied this request already"}
+	skipped := workflow.RequestResult{Request: req.ID(), Stack: req.Stack, Commit: req.Commit, Command: req.Command,
+		Project: "apps", StackName: "dev", Workspace: "dev", Skipped: "release 4 applied this request already"}
 	w.result(second, skipped)
 	w.gh.CompleteRun(owner, repo, second.RunID, "success")
 	go func() {
-		w.result(first, applied(req.ID(), 4))
+		w.result(first, applied(req, 4))
 		w.gh.CompleteRun(owner, repo, first.RunID, "success")
 		w.heard(first.RunID)
 	}()
