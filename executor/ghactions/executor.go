@@ -409,19 +409,10 @@ func (f *follow) read(ctx context.Context, id int64, wf string) error {
 
 func (f *follow) dispatch(ctx context.Context, wf string) error {
 	ref := f.ref
-	wire, err := json.Marshal(f.req)
+	inputs, err := Inputs(f.req, f.workspace)
 	if err != nil {
 		return err
 	}
-	// The request is the run's work; the rest is for people reading the
-	// Actions tab, and environment picks the job's GitHub environment
-	// (its required reviewers and secrets) for a run that changes
-	// something: the stack's workspace.
-	env := ""
-	if f.req.Command != workflow.Preview && !f.req.DryRun {
-		env = f.workspace
-	}
-	inputs := map[string]any{"request": string(wire), "id": f.id, "stack": f.req.Stack, "command": string(f.req.Command), "commit": f.req.Commit, "environment": env}
 	at := time.Now()
 	d, err := f.gh.DispatchWorkflow(ctx, wf, ref, inputs)
 	if err != nil {
@@ -450,6 +441,23 @@ func (f *follow) dispatch(ctx context.Context, wf string) error {
 	}
 	f.log.Info("workflow dispatched", "ref", ref, "stack", f.req.Stack, "run", d.RunID, "url", d.HTMLURL)
 	return nil
+}
+
+// Inputs are the workflow_dispatch inputs of req's run, workspace the
+// stack's. The request is the run's work; the rest is for people reading
+// the Actions tab, and environment picks the job's GitHub environment (its
+// required reviewers and secrets) for a run that changes something: the
+// stack's workspace.
+func Inputs(req workflow.Request, workspace string) (map[string]any, error) {
+	wire, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("the request %s as an input: %w", req.ID(), err)
+	}
+	env := ""
+	if req.Command != workflow.Preview && !req.DryRun {
+		env = workspace
+	}
+	return map[string]any{"request": string(wire), "id": req.ID(), "stack": req.Stack, "command": string(req.Command), "commit": req.Commit, "environment": env}, nil
 }
 
 // setting says what the bot dispatches, for GitHub's refusals.

@@ -215,17 +215,10 @@ func TestOneRunPerRequest(t *testing.T) {
 	dir := filepath.Join(w.root, "apps/dev")
 
 	// The bot stops waiting (a restart) while the run is queued.
-	stopped, cancel := context.WithCancel(ctx)
-	done := make(chan *workflow.StackResult)
-	go func() { done <- w.x.For(w.c).RunStack(stopped, workflow.Apply, dir, w.options()) }()
-	for len(w.gh.Dispatches()) == 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if got := <-done; got.Err == nil || !strings.Contains(got.Err.Error(), "it goes on") {
+	got, d := w.stoppedAfterDispatch(dir)
+	if got.Err == nil || !strings.Contains(got.Err.Error(), "it goes on") {
 		t.Fatalf("a stopped wait: %v", got.Err)
 	}
-	d := w.gh.Dispatches()[0]
 	w.result(d, applied(requestOf(t, d), 3))
 	w.gh.CompleteRun(owner, repo, d.RunID, "success")
 
@@ -250,9 +243,12 @@ func TestOneRunPerRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wire, _ := json.Marshal(req)
+	inputs, err := ghactions.Inputs(req, "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
-		if _, err := w.c.DispatchWorkflow(ctx, file, "master", map[string]any{"request": string(wire), "id": req.ID(), "stack": req.Stack, "command": "apply", "commit": commit}); err != nil {
+		if _, err := w.c.DispatchWorkflow(ctx, file, "master", inputs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,7 +263,7 @@ func TestOneRunPerRequest(t *testing.T) {
 		w.gh.CompleteRun(owner, repo, first.RunID, "success")
 		w.heard(first.RunID)
 	}()
-	got := w.x.For(w.c).RunStack(ctx, workflow.Apply, dir, opts)
+	got = w.x.For(w.c).RunStack(ctx, workflow.Apply, dir, opts)
 	if got.Err != nil || got.Skipped != "" || got.Release == nil || got.Release.Revision != 4 || !strings.HasSuffix(got.RunURL, fmt.Sprintf("/runs/%d", first.RunID)) {
 		t.Fatalf("raced request: %+v, want the first run's release 4", got)
 	}
@@ -300,25 +296,20 @@ const (
 // would leave. It returns the run's id.
 func (w *world) forgedRun(req workflow.Request, as, ref string) int64 {
 	w.t.Helper()
-	wire, _ := json.Marshal(req)
-	inputs := map[string]string{"request": string(wire), "id": req.ID(), "stack": req.Stack, "command": string(req.Command), "commit": req.Commit, "environment": "dev"}
+	inputs, err := ghactions.Inputs(req, "dev")
+	if err != nil {
+		w.t.Fatal(err)
+	}
 	var d githubfake.Dispatch
 	if as == bot {
 		// The bot's own token, as anything else holding it could use it.
-		in := map[string]any{}
-		for k, v := range inputs {
-			in[k] = v
-		}
-		if _, err := w.c.DispatchWorkflow(context.Background(), file, ref, in); err != nil {
+		if _, err := w.c.DispatchWorkflow(context.Background(), file, ref, inputs); err != nil {
 			w.t.Fatal(err)
 		}
 		ds := w.gh.Dispatches()
 		d = ds[len(ds)-1]
-	} else {
-		var err error
-		if d, err = w.gh.DispatchAs(as, owner, repo, file, ref, inputs); err != nil {
-			w.t.Fatal(err)
-		}
+	} else if d, err = w.gh.DispatchAs(as, owner, repo, file, ref, inputs); err != nil {
+		w.t.Fatal(err)
 	}
 	w.result(d, applied(req, 99))
 	w.gh.CompleteRun(owner, repo, d.RunID, "success")
@@ -356,11 +347,24 @@ func (w *world) lookedSince(t time.Time) {
 // artifacts.
 func (w *world) neverRead(id int64) {
 	w.t.Helper()
-	for _, c := range w.gh.Calls() {
-		if strings.Contains(c.Path, fmt.Sprintf("/actions/runs/%d", id)) {
-			w.t.Errorf("the run %d, not the bot's, was read: %s %s", id, c.Method, c.Path)
-		}
+	for _, c := range w.gh.RunReads(owner, repo, id) {
+		w.t.Errorf("the run %d, not the bot's, was read: %s %s", id, c.Method, c.Path)
 	}
+}
+
+// stoppedAfterDispatch runs the request of the stack in dir until it is
+// dispatched, then stops waiting, as a bot restarting would; it returns
+// what the stopped wait reported and the dispatch.
+func (w *world) stoppedAfterDispatch(dir string) (*workflow.StackResult, githubfake.Dispatch) {
+	w.t.Helper()
+	stopped, cancel := context.WithCancel(context.Background())
+	done := make(chan *workflow.StackResult)
+	go func() { done <- w.x.For(w.c).RunStack(stopped, workflow.Apply, dir, w.options()) }()
+	for len(w.gh.Dispatches()) == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	return <-done, w.gh.Dispatches()[0]
 }
 
 // TestRunsOfOthersAreNeverRead: the request id is a hash of public values,
@@ -491,15 +495,7 @@ func TestAdoptsOnlyTheBotsRun(t *testing.T) {
 					w.gh.AnswerDispatchWithoutRun()
 				}
 				dir := filepath.Join(w.root, "apps/dev")
-				stopped, cancel := context.WithCancel(ctx)
-				done := make(chan *workflow.StackResult)
-				go func() { done <- w.x.For(w.c).RunStack(stopped, workflow.Apply, dir, w.options()) }()
-				for len(w.gh.Dispatches()) == 0 {
-					time.Sleep(20 * time.Millisecond)
-				}
-				cancel()
-				<-done
-				d := w.gh.Dispatches()[0]
+				_, d := w.stoppedAfterDispatch(dir)
 				req := requestOf(t, d)
 
 				forged := w.forgedRun(req, mallory, "master")

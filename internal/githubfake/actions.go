@@ -145,18 +145,38 @@ func (s *Server) AddArtifactZip(owner, repo string, runID int64, name string, ra
 // workflow" button does: any ref the repository has (a branch's copy of
 // the workflow), any inputs the file declares. It returns the dispatch,
 // or GitHub's refusal.
-func (s *Server) DispatchAs(login, owner, repo, file, ref string, inputs map[string]string) (Dispatch, error) {
+func (s *Server) DispatchAs(login, owner, repo, file, ref string, inputs map[string]any) (Dispatch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := map[string]any{}
-	for k, v := range inputs {
-		in[k] = v
-	}
-	r, refused := s.newRun(owner, repo, file, ref, in, login)
+	r, refused := s.newRun(owner, repo, file, ref, inputs, login)
 	if r == nil {
 		return Dispatch{}, fmt.Errorf("githubfake: dispatch of %s on %s refused: %d %s", file, ref, refused.status, errorText(refused.body))
 	}
 	return r.dispatch, nil
+}
+
+// RunReads are the calls that read the run runID of owner/repo: the run,
+// its artifacts (listed, downloaded, or fetched at the address a download
+// redirected to), anything under it.
+func (s *Server) RunReads(owner, repo string, runID int64) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.run(owner, repo, runID)
+	prefixes := []string{fmt.Sprintf("/repos/%s/actions/runs/%d", r.repo, runID)}
+	for _, a := range r.artifacts {
+		prefixes = append(prefixes, fmt.Sprintf("/repos/%s/actions/artifacts/%d", r.repo, a.id), fmt.Sprintf("%s%d", artifactPrefix, a.id))
+	}
+	var out []Call
+	for _, c := range s.calls {
+		p := strings.ToLower(c.Path)
+		for _, prefix := range prefixes {
+			if p == prefix || strings.HasPrefix(p, prefix+"/") {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // RerunAs runs the run again as login, as the "Re-run jobs" button does:

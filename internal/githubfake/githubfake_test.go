@@ -526,11 +526,11 @@ func TestWorkflowRunActors(t *testing.T) {
 		t.Errorf("a dispatch not asking for the run: %d %s", status, body)
 	}
 	s.SetTree("octo", "infra", "weak", t.TempDir())
-	forged, err := s.DispatchAs("mallory", "octo", "infra", "run.yml", "weak", map[string]string{"id": "a"})
+	forged, err := s.DispatchAs("mallory", "octo", "infra", "run.yml", "weak", map[string]any{"id": "a"})
 	if err != nil || forged.Actor != "mallory" || forged.Ref != "weak" {
 		t.Fatalf("a writer's dispatch: %+v, %v", forged, err)
 	}
-	if _, err := s.DispatchAs("mallory", "octo", "infra", "run.yml", "master", map[string]string{"other": "x"}); err == nil {
+	if _, err := s.DispatchAs("mallory", "octo", "infra", "run.yml", "master", map[string]any{"other": "x"}); err == nil {
 		t.Error("a dispatch with an undeclared input was taken")
 	}
 	s.AnswerDispatchWithoutRun()
