@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/go-github/v60/github"
@@ -23,11 +25,49 @@ type WorkflowRun struct {
 	Status, Conclusion string
 	HTMLURL            string
 	CreatedAt          time.Time
+	// Event is what started the run (workflow_dispatch, push...);
+	// HeadBranch the branch it runs the workflow of; Path the workflow
+	// file, ".github/workflows/<file>" (GitHub may add "@<ref>").
+	Event, HeadBranch, Path string
+	// Actor started the run; TriggeringActor started its latest attempt
+	// (whoever re-ran it).
+	Actor, TriggeringActor User
 }
 
-func workflowRun(r *github.WorkflowRun) WorkflowRun {
+// User is a GitHub account as GitHub's answers name it. Its login can be
+// renamed and then taken by another account; its id is never reused.
+type User struct {
+	Login string
+	ID    int64
+}
+
+func userOf(u *github.User) User { return User{Login: u.GetLogin(), ID: u.GetID()} }
+
+// Is reports whether u is the account o: the same id, and the same login
+// (case-insensitive on GitHub).
+func (u User) Is(o User) bool {
+	return u.ID != 0 && u.ID == o.ID && strings.EqualFold(u.Login, o.Login)
+}
+
+// runWire is a run as GitHub sends it: go-github v60's WorkflowRun has no
+// field for the run's workflow path.
+type runWire struct {
+	github.WorkflowRun
+	Path *string `json:"path,omitempty"`
+}
+
+func workflowRun(r *runWire) WorkflowRun {
 	return WorkflowRun{ID: r.GetID(), Name: r.GetName(), DisplayTitle: r.GetDisplayTitle(), Status: r.GetStatus(),
-		Conclusion: r.GetConclusion(), HTMLURL: r.GetHTMLURL(), CreatedAt: r.GetCreatedAt().Time}
+		Conclusion: r.GetConclusion(), HTMLURL: r.GetHTMLURL(), CreatedAt: r.GetCreatedAt().Time,
+		Event: r.GetEvent(), HeadBranch: r.GetHeadBranch(), Path: ptr(r.Path),
+		Actor: userOf(r.Actor), TriggeringActor: userOf(r.TriggeringActor)}
+}
+
+func ptr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // DispatchError is GitHub's refusal of a workflow dispatch: 404 when the
@@ -55,21 +95,43 @@ func (c *Client) DefaultBranch(ctx context.Context) (string, error) {
 	return r.GetDefaultBranch(), nil
 }
 
+// Dispatched is GitHub's answer to a dispatch: the run it made, or none
+// (RunID 0) from a GitHub that answers a dispatch without its run (204, a
+// GitHub Enterprise Server older than return_run_details).
+type Dispatched struct {
+	RunID   int64  `json:"workflow_run_id"`
+	HTMLURL string `json:"html_url"`
+}
+
+// dispatchRequest is go-github's dispatch with return_run_details, which
+// v60 has no field for.
+type dispatchRequest struct {
+	github.CreateWorkflowDispatchEventRequest
+	ReturnRunDetails bool `json:"return_run_details"`
+}
+
 // DispatchWorkflow starts the workflow file (its name under
-// .github/workflows) at ref with inputs (workflow_dispatch). GitHub
-// answers without the run: find it with DispatchedRuns.
-func (c *Client) DispatchWorkflow(ctx context.Context, workflow, ref string, inputs map[string]any) error {
-	_, err := c.gh.Actions.CreateWorkflowDispatchEventByFileName(ctx, c.owner, c.repo, workflow, github.CreateWorkflowDispatchEventRequest{Ref: ref, Inputs: inputs})
+// .github/workflows) at ref with inputs (workflow_dispatch), and says
+// which run GitHub made of it when GitHub says so.
+func (c *Client) DispatchWorkflow(ctx context.Context, workflow, ref string, inputs map[string]any) (Dispatched, error) {
+	u := fmt.Sprintf("repos/%v/%v/actions/workflows/%v/dispatches", c.owner, c.repo, url.PathEscape(workflow))
+	body := dispatchRequest{CreateWorkflowDispatchEventRequest: github.CreateWorkflowDispatchEventRequest{Ref: ref, Inputs: inputs}, ReturnRunDetails: true}
+	req, err := c.gh.NewRequest(http.MethodPost, u, body)
+	if err != nil {
+		return Dispatched{}, fmt.Errorf("dispatch workflow %s on %s: %w", workflow, ref, err)
+	}
+	var d Dispatched
+	_, err = c.gh.Do(ctx, req, &d)
 	if er, ok := errors.AsType[*github.ErrorResponse](err); ok && er.Response != nil {
 		switch er.Response.StatusCode {
 		case http.StatusNotFound, http.StatusUnprocessableEntity:
-			return &DispatchError{Workflow: workflow, Ref: ref, Status: er.Response.StatusCode, Message: er.Message}
+			return Dispatched{}, &DispatchError{Workflow: workflow, Ref: ref, Status: er.Response.StatusCode, Message: er.Message}
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("dispatch workflow %s on %s: %w", workflow, ref, err)
+		return Dispatched{}, fmt.Errorf("dispatch workflow %s on %s: %w", workflow, ref, err)
 	}
-	return nil
+	return d, nil
 }
 
 // ErrNoWorkflow: GitHub answered 404 for the workflow file: the
@@ -81,15 +143,30 @@ var ErrNoWorkflow = errors.New("GitHub knows no such workflow in the repository 
 const maxRunPages = 3
 
 // DispatchedRuns lists the workflow's runs started by workflow_dispatch
-// that match says are wanted, newest first, from the first few pages
-// (GitHub lists the newest first; the runs looked for are recent).
-func (c *Client) DispatchedRuns(ctx context.Context, workflow string, match func(WorkflowRun) bool) ([]WorkflowRun, error) {
+// on branch (any branch if "") that match says are wanted, newest first,
+// from the first few pages (GitHub lists the newest first; the runs looked
+// for are recent).
+func (c *Client) DispatchedRuns(ctx context.Context, workflow, branch string, match func(WorkflowRun) bool) ([]WorkflowRun, error) {
 	var found []WorkflowRun
 	pages := 0
 	err := eachPage(100, func(lo github.ListOptions) (*github.Response, bool, error) {
 		pages++
-		list, resp, err := c.gh.Actions.ListWorkflowRunsByFileName(ctx, c.owner, c.repo, workflow,
-			&github.ListWorkflowRunsOptions{Event: "workflow_dispatch", ListOptions: lo})
+		q := url.Values{"event": {"workflow_dispatch"}, "per_page": {strconv.Itoa(lo.PerPage)}}
+		if branch != "" {
+			q.Set("branch", branch)
+		}
+		if lo.Page > 0 {
+			q.Set("page", strconv.Itoa(lo.Page))
+		}
+		u := fmt.Sprintf("repos/%v/%v/actions/workflows/%v/runs?%s", c.owner, c.repo, url.PathEscape(workflow), q.Encode())
+		req, err := c.gh.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			return nil, false, fmt.Errorf("list the runs of workflow %s: %w", workflow, err)
+		}
+		var list struct {
+			WorkflowRuns []*runWire `json:"workflow_runs"`
+		}
+		resp, err := c.gh.Do(ctx, req, &list)
 		if er, ok := errors.AsType[*github.ErrorResponse](err); ok && er.Response != nil && er.Response.StatusCode == http.StatusNotFound {
 			return nil, false, fmt.Errorf("list the runs of workflow %s: %w", workflow, ErrNoWorkflow)
 		}
@@ -108,11 +185,15 @@ func (c *Client) DispatchedRuns(ctx context.Context, workflow string, match func
 
 // WorkflowRun reads the run id.
 func (c *Client) WorkflowRun(ctx context.Context, id int64) (WorkflowRun, error) {
-	r, _, err := c.gh.Actions.GetWorkflowRunByID(ctx, c.owner, c.repo, id)
+	req, err := c.gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%v/%v/actions/runs/%v", c.owner, c.repo, id), nil)
 	if err != nil {
 		return WorkflowRun{}, fmt.Errorf("read workflow run %d: %w", id, err)
 	}
-	return workflowRun(r), nil
+	var r runWire
+	if _, err := c.gh.Do(ctx, req, &r); err != nil {
+		return WorkflowRun{}, fmt.Errorf("read workflow run %d: %w", id, err)
+	}
+	return workflowRun(&r), nil
 }
 
 // ErrNoArtifact: the run has no unexpired artifact of that name.

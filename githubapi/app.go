@@ -39,7 +39,8 @@ type App struct {
 
 	mu         sync.Mutex
 	transports map[string]*ghinstallation.Transport
-	login      string // the App's bot user, once read
+	login      string  // the App's bot user, once read
+	user       account // and its account, once read (Client.Self)
 }
 
 // limits is a new rate-limit transport over the App's base transport.
@@ -104,7 +105,7 @@ func (a *App) Installation(installationID int64, owner, repo string) (*Client, e
 	if err != nil {
 		return nil, err
 	}
-	c.self = a.Login
+	c.self, c.me = a.Login, &a.user
 	return c, nil
 }
 

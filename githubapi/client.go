@@ -22,6 +22,9 @@ type Client struct {
 	// self is the login the client writes comments as: only comments of
 	// this user are ours to edit, mark outdated or delete.
 	self func(context.Context) (string, error)
+	// me keeps the account self names, read once (Self); an App's clients
+	// share their App's.
+	me *account
 
 	commentsMu sync.Mutex
 	// listed are the client's marker comments per issue (ours).
@@ -54,6 +57,42 @@ func New(token, apiURL, owner, repo string, hc *http.Client) (*Client, error) {
 // other users are never edited, marked outdated or deleted.
 func (c *Client) WriteAs(login string) {
 	c.self = func(context.Context) (string, error) { return login, nil }
+	c.me = &account{}
+}
+
+// account is a user read once by its login.
+type account struct {
+	mu sync.Mutex
+	u  User
+}
+
+// Self is the account the client's token acts as: the user it writes
+// comments as (WriteAs; an App's bot user, "<slug>[bot]"), with the id
+// GitHub gives that login, read once. What a user started is told by id
+// as well as login: a login can be renamed and taken by someone else.
+func (c *Client) Self(ctx context.Context) (User, error) {
+	if c.self == nil || c.me == nil {
+		return User{}, errors.New("own account: the client does not know its own login")
+	}
+	login, err := c.self(ctx)
+	if err != nil {
+		return User{}, fmt.Errorf("own account: %w", err)
+	}
+	c.me.mu.Lock()
+	defer c.me.mu.Unlock()
+	if c.me.u.ID != 0 && strings.EqualFold(c.me.u.Login, login) {
+		return c.me.u, nil
+	}
+	// A bot's login holds brackets: escaped, as a path segment.
+	u, _, err := c.gh.Users.Get(ctx, url.PathEscape(login))
+	if err != nil {
+		return User{}, fmt.Errorf("own account: read user %s: %w", login, err)
+	}
+	if !strings.EqualFold(u.GetLogin(), login) || u.GetID() == 0 {
+		return User{}, fmt.Errorf("own account: GitHub answered user %q (id %d) for %s", u.GetLogin(), u.GetID(), login)
+	}
+	c.me.u = User{Login: u.GetLogin(), ID: u.GetID()}
+	return c.me.u, nil
 }
 
 func newClient(gh *github.Client, apiURL, owner, repo string) (*Client, error) {

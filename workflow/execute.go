@@ -48,7 +48,7 @@ func (r *Runner) Execute(ctx context.Context, req Request, work WorkStore, base 
 	}
 	dir, opts := req.Options(root, base)
 	run := r.RunStack(ctx, req.Command, dir, opts)
-	res, err := NewRequestResult(id, root, run).Encode()
+	res, err := NewRequestResult(req, root, run).Encode()
 	if err != nil {
 		return run, fmt.Errorf("request %s: result: %w", id, err)
 	}

@@ -226,7 +226,12 @@ func Interrupted(msg string) bool {
 // a comment may show and nothing more (previews are public views; the
 // release is read from the store by its revision).
 type RequestResult struct {
-	Request   string          `json:"request"`
+	Request string `json:"request"`
+	// Stack, Commit and Command are the request's, as the run read them:
+	// a result is taken only for the request it answers.
+	Stack     string          `json:"stack,omitempty"`
+	Commit    string          `json:"commit,omitempty"`
+	Command   Command         `json:"command,omitempty"`
 	Project   string          `json:"project,omitempty"`
 	StackName string          `json:"stackName,omitempty"`
 	Workspace string          `json:"workspace,omitempty"`
@@ -252,10 +257,9 @@ const (
 	ReportFile = "report"
 )
 
-// NewRequestResult is what run, of the request id in the checkout at root,
-// leaves.
-func NewRequestResult(id, root string, run *StackResult) RequestResult {
-	res := RequestResult{Request: id, Workspace: run.Workspace, Preview: run.Preview, Skipped: run.Skipped, Unchanged: run.Unchanged, Started: run.Started, Policy: run.Policy}
+// NewRequestResult is what run, of req in the checkout at root, leaves.
+func NewRequestResult(req Request, root string, run *StackResult) RequestResult {
+	res := RequestResult{Request: req.ID(), Stack: req.Stack, Commit: req.Commit, Command: req.Command, Workspace: run.Workspace, Preview: run.Preview, Skipped: run.Skipped, Unchanged: run.Unchanged, Started: run.Started, Policy: run.Policy}
 	if run.Stack != nil && run.Stack.Project != nil {
 		res.Project, res.StackName = run.Stack.Project.Name, run.Stack.Name
 	}
@@ -284,14 +288,31 @@ func (res RequestResult) StackResult(release *model.Release) *StackResult {
 // Encode is the result as stored.
 func (res RequestResult) Encode() ([]byte, error) { return json.Marshal(res) }
 
-// DecodeRequestResult reads a stored result, refusing one of another request.
-func DecodeRequestResult(id string, data []byte) (RequestResult, error) {
+// DecodeRequestResult reads a stored result of req, refusing one that
+// names another request, stack, commit or command: whoever wrote it
+// answered something else than what was asked.
+func DecodeRequestResult(req Request, data []byte) (RequestResult, error) {
+	id := req.ID()
 	var res RequestResult
 	if err := json.Unmarshal(data, &res); err != nil {
 		return res, fmt.Errorf("result of %s: %w", id, err)
 	}
 	if res.Request != id {
 		return res, fmt.Errorf("result of %s names request %q", id, res.Request)
+	}
+	if res.Stack == "" && res.Commit == "" && res.Command == "" {
+		return res, fmt.Errorf("result of %s names no stack, commit or command (written by a runner older than the asker?)", id)
+	}
+	var bad []string
+	for _, f := range []struct{ name, got, want string }{
+		{"stack", res.Stack, req.Stack}, {"commit", res.Commit, req.Commit}, {"command", string(res.Command), string(req.Command)},
+	} {
+		if f.got != f.want {
+			bad = append(bad, fmt.Sprintf("%s %q, not %q", f.name, f.got, f.want))
+		}
+	}
+	if len(bad) > 0 {
+		return res, fmt.Errorf("result of %s names %s", id, strings.Join(bad, ", "))
 	}
 	return res, nil
 }

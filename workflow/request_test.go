@@ -88,7 +88,7 @@ func TestRequestRunsAway(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := DecodeRequestResult(req.ID(), data)
+		res, err := DecodeRequestResult(req, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,8 +113,50 @@ func TestRequestRunsAway(t *testing.T) {
 	if sr := report(); sr.Skipped != "" || sr.Release == nil {
 		t.Errorf("the second run replaced the first's result: %+v", sr)
 	}
-	if _, err := DecodeRequestResult("another", mustWork(t, store, req.ID())); err == nil {
+	another := req
+	another.Trigger = "comment 1"
+	if _, err := DecodeRequestResult(another, mustWork(t, store, req.ID())); err == nil {
 		t.Error("a result was taken for another request")
+	}
+}
+
+// TestResultAnswersTheRequest: a result is taken only for the request it
+// answers: one naming the request's id but another stack, commit or
+// command, or none of them, is refused, and the refusal says what it
+// named.
+func TestResultAnswersTheRequest(t *testing.T) {
+	req := Request{Command: Apply, Stack: "apps/dev", Commit: commit, Trigger: "merge", Origin: model.Origin{Repository: &model.Repository{ID: 42}}}
+	good := NewRequestResult(req, "/work", &StackResult{Workspace: "dev"})
+	if good.Request != req.ID() || good.Stack != "apps/dev" || good.Commit != commit || good.Command != Apply {
+		t.Fatalf("the result does not carry its request: %+v", good)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(r *RequestResult)
+		want string // "" for taken
+	}{
+		{"the request's", func(*RequestResult) {}, ""},
+		{"another stack", func(r *RequestResult) { r.Stack = "apps/prod" }, `stack "apps/prod", not "apps/dev"`},
+		{"another commit", func(r *RequestResult) { r.Commit = strings.Repeat("b", 40) }, `commit "bbbb`},
+		{"another command", func(r *RequestResult) { r.Command = Preview }, `command "preview", not "apply"`},
+		{"nothing but the id", func(r *RequestResult) { r.Stack, r.Commit, r.Command = "", "", "" }, "names no stack, commit or command"},
+		{"another request", func(r *RequestResult) { r.Request = "apply-000000000000000000000000" }, `names request "apply-000000000000000000000000"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := good
+			tc.edit(&res)
+			data, err := res.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = DecodeRequestResult(req, data)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want a refusal saying %q", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -66,7 +66,7 @@ func runRequest(ctx context.Context, ga *githubactions.Action, gctx *githubactio
 	// order).
 	ropts.WaitHeld = requestHoldWait
 	run := runner.RunStack(ctx, req.Command, dir, ropts)
-	data, err := workflow.NewRequestResult(id, workspace, run).Encode()
+	data, err := workflow.NewRequestResult(req, workspace, run).Encode()
 	if err != nil {
 		ga.Errorf("the result: %v", err)
 		return 1

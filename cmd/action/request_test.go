@@ -96,7 +96,7 @@ func TestRequestInput(t *testing.T) {
 	}
 	var parsed workflow.Request
 	json.Unmarshal([]byte(req), &parsed)
-	res, err := workflow.DecodeRequestResult(parsed.ID(), data)
+	res, err := workflow.DecodeRequestResult(parsed, data)
 	if err != nil || res.Error != "" || res.Preview == nil || res.Project != "web" || res.Preview.Summary().Create != 1 {
 		t.Fatalf("result %+v, %v", res, err)
 	}

@@ -15,8 +15,11 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kusionpr/kusionpr/engine"
+	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/internal/githubfake"
 	"github.com/kusionpr/kusionpr/internal/testenv"
+	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -255,5 +258,138 @@ func TestMergeAppliesThroughAWorkflowRun(t *testing.T) {
 	})
 	if n := len(w.gh.Dispatches()); n != 1 {
 		t.Errorf("%d dispatches after a second replica took the merge, want 1", n)
+	}
+}
+
+// forgeRun is what a writer can do once a request's id is predictable (a
+// hash of the repository, stack, commit, command and trigger, all public):
+// dispatch the workflow as themselves on ref (a branch's copy of it, or
+// the default branch's with inputs of their own) with the request's
+// inputs, so that the run carries the request's id in its name, upload
+// res as the request's result, and complete the run; GitHub then sends the
+// bot the run's workflow_run webhook. It returns the run's id.
+func (w *world) forgeRun(ref string, req workflow.Request, res workflow.RequestResult) int64 {
+	t := w.t
+	t.Helper()
+	inputs, err := ghactions.Inputs(req, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := w.gh.DispatchAs("mallory", w.owner, w.repo, "kusion-run.yml", ref, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := res.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.gh.AddArtifact(w.owner, w.repo, d.RunID, "kusionpr-result-"+req.ID(), map[string][]byte{".kusionpr-result-" + req.ID() + ".json": data})
+	w.gh.CompleteRun(w.owner, w.repo, d.RunID, "success")
+	p := w.gh.WorkflowRunEvent(t, w.owner, w.repo, d.RunID, "completed")
+	p["installation"] = map[string]any{"id": float64(installationID)}
+	if got := githubfake.Deliver(t, w.url+"/webhook", secret, "workflow_run", p); got.Status != http.StatusOK {
+		t.Errorf("workflow_run delivery answered %d: %s", got.Status, got.Body)
+	}
+	return d.RunID
+}
+
+// neverRead fails the test if the bot read the run: its status or its
+// artifacts.
+func (w *world) neverRead(runID int64) {
+	w.t.Helper()
+	for _, c := range w.gh.RunReads(w.owner, w.repo, runID) {
+		w.t.Errorf("the bot read the writer's run %d: %s %s", runID, c.Method, c.Path)
+	}
+}
+
+// TestForgedWorkflowRunsAreNeverRead: with the executor github-actions, a
+// writer who predicts a request's id dispatches the workflow first, named
+// with that id, with a forged result: for a merge, from a branch's copy of
+// the workflow, claiming release 1 applied; for a /kusion preview, from
+// the default branch, claiming no changes. The bot dispatches its own run
+// each time and reports only that: the merge is really applied (the
+// ConfigMap holds the merge's value, the store has the release the bot's
+// run wrote), and the preview's check run counts the changes the bot's run
+// found, not the forged "no changes". The writer's runs are never read.
+func TestForgedWorkflowRunsAreNeverRead(t *testing.T) {
+	w := newWorld(t, withActions())
+	repoID := int64(w.payload("pull_request", "closed")["repository"].(map[string]any)["id"].(float64))
+	w.gh.SetWorkflow(w.owner, w.repo, "kusion-run.yml", githubfake.ReadWorkflow(t, exampleRunWorkflow))
+	bot := w.gh.AppLogin()
+	w.gh.OnDispatch(func(d githubfake.Dispatch) {
+		if d.Actor == bot {
+			w.runWorkflow(d, repoID)
+		}
+	})
+	// The dispatches the bot made, and the one it made for the request id.
+	botRun := func(id string) (n int, run int64) {
+		for _, d := range w.gh.Dispatches() {
+			if d.Actor == bot {
+				n++
+				if d.Inputs["id"] == id {
+					run = d.RunID
+				}
+			}
+		}
+		return n, run
+	}
+	w.gh.SetTree(w.owner, w.repo, "weak", w.tree)
+	origin := model.Origin{Repository: &model.Repository{ID: repoID}}
+
+	// A /kusion preview of a pull request changing the stack: the
+	// comment's id is public the moment it is posted.
+	const number, head = 43, "4343434343434343434343434343434343434343"
+	w.pullRequest(number, head)
+	ev := w.prComment(number, "mallory", "/kusion preview")
+	preview := workflow.Request{Command: workflow.Preview, Stack: "apps/web/dev", Commit: head, Trigger: fmt.Sprintf("comment %d", commentID(ev)), Origin: origin}
+	forgedPreview := w.forgeRun("master", preview, workflow.RequestResult{Request: preview.ID(), Stack: preview.Stack, Commit: head, Command: workflow.Preview,
+		Project: "web", StackName: "dev", Workspace: "default", Unchanged: true,
+		Preview: &engine.Preview{Project: "web", Workspace: "default", Stack: "dev", ChangeSteps: map[string]*engine.Step{}}})
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", ev)
+	const check = "kusion/preview: apps/web/dev"
+	w.waitFor("the preview's check run", func() bool { return w.stackCheck(check, head).Status == "completed" })
+	c := w.stackCheck(check, head)
+	if c.Conclusion != "success" || !strings.HasPrefix(c.Title, "2 to create") {
+		t.Errorf("the preview's check run: %s %q, want the bot's run's 2 to create", c.Conclusion, c.Title)
+	}
+	w.neverRead(forgedPreview)
+	// (None for the id: the bot took the writer's run for its own, or the
+	// writer's prediction missed and the test proves nothing.)
+	n, run := botRun(preview.ID())
+	if n != 1 || run == 0 {
+		t.Fatalf("%d dispatches by the bot, run %d for the predicted id %s; want its own one for it\n%s", n, run, preview.ID(), w.logs())
+	}
+	link := fmt.Sprintf("[the workflow run](%s%s/%s/actions/runs/%d)", w.gh.URL, w.owner, w.repo, run)
+	if !strings.Contains(c.Summary, link) {
+		t.Errorf("the preview's check run does not link the bot's run %s:\n%s", link, c.Summary)
+	}
+
+	// The merge: the writer's run, from a branch's copy of the workflow,
+	// claims release 1 applied.
+	const merged, merge = 44, "4444444444444444444444444444444444444444"
+	w.pullRequest(merged, head)
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, merged, merge)
+	apply := workflow.Request{Command: workflow.Apply, Stack: "apps/web/dev", Commit: merge, Trigger: "merge", Origin: origin}
+	forgedApply := w.forgeRun("weak", apply, workflow.RequestResult{Request: apply.ID(), Stack: apply.Stack, Commit: merge, Command: workflow.Apply,
+		Project: "web", StackName: "dev", Workspace: "default", Revision: 1, Phase: model.PhaseSucceeded})
+	if d := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(merged, merge)); d.Status != http.StatusAccepted {
+		t.Fatalf("merge delivery answered %d: %s", d.Status, d.Body)
+	}
+	w.waitFor("the apply's comment", func() bool { return w.commentsContaining(merged, "Applied stack") == 1 })
+	if got := kubectlGet(t, w.ns); got != "bot" {
+		t.Errorf("the ConfigMap holds %q: the merge was not applied", got)
+	}
+	if rels := w.releases(w.store()); len(rels) != 1 || rels[0].Phase != model.PhaseSucceeded || rels[0].Origin == nil || rels[0].Origin.SHA != merge {
+		t.Errorf("releases %+v, want the bot's run's release 1 of the merge", rels)
+	}
+	w.neverRead(forgedApply)
+	n, run = botRun(apply.ID())
+	if n != 2 || run == 0 {
+		t.Fatalf("%d dispatches by the bot, run %d for the predicted id %s; want its own one for it\n%s", n, run, apply.ID(), w.logs())
+	}
+	link = fmt.Sprintf("[the workflow run](%s%s/%s/actions/runs/%d)", w.gh.URL, w.owner, w.repo, run)
+	if w.commentsContaining(merged, "release 1 succeeded") != 1 || w.commentsContaining(merged, link) != 1 {
+		t.Errorf("want release 1 succeeded and %s in: %+v", link, w.gh.Comments(w.owner, w.repo, merged))
 	}
 }

@@ -1,11 +1,15 @@
 // Package ghactions runs a stack's request as a GitHub Actions run of the
 // pull request's own repository: the bot dispatches the operator's
 // workflow (workflow_dispatch, on the default branch) with the request as
-// an input, finds the run by the request id its run-name carries, follows
-// it through workflow_run webhooks and polling, and reads the result the
-// run uploaded as an artifact. The run holds the repository's own
-// credentials (OIDC, environments with required reviewers); the bot holds
-// none of the stacks' clusters, clouds or release store.
+// an input, follows the run GitHub answers the dispatch with through
+// workflow_run webhooks and polling, and reads the result the run
+// uploaded as an artifact, checked against the request. A run the bot's
+// own user did not dispatch is never read: an earlier dispatch of the same
+// request (a restart, another replica) is adopted by the request id its
+// run-name carries only if it is the bot's. The run holds the
+// repository's own credentials (OIDC, environments with required
+// reviewers); the bot holds none of the stacks' clusters, clouds or
+// release store.
 package ghactions
 
 import (

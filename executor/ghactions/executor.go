@@ -24,12 +24,18 @@ import (
 // GitHub is what the executor asks of GitHub, for one repository;
 // *githubapi.Client is the implementation.
 type GitHub interface {
+	// Self is the account the client dispatches as: the App's bot user.
+	Self(ctx context.Context) (githubapi.User, error)
 	DefaultBranch(ctx context.Context) (string, error)
-	DispatchWorkflow(ctx context.Context, workflow, ref string, inputs map[string]any) error
-	DispatchedRuns(ctx context.Context, workflow string, match func(githubapi.WorkflowRun) bool) ([]githubapi.WorkflowRun, error)
+	DispatchWorkflow(ctx context.Context, workflow, ref string, inputs map[string]any) (githubapi.Dispatched, error)
+	DispatchedRuns(ctx context.Context, workflow, branch string, match func(githubapi.WorkflowRun) bool) ([]githubapi.WorkflowRun, error)
 	WorkflowRun(ctx context.Context, id int64) (githubapi.WorkflowRun, error)
 	RunArtifact(ctx context.Context, runID int64, name string, limit int64) ([]byte, error)
 }
+
+// The bot hands its installation clients over as a GitHub by a type
+// assertion: a method missing would drop the executor silently.
+var _ GitHub = (*githubapi.Client)(nil)
 
 // MaxResultBytes bounds a run's result, zipped and unzipped: the artifact
 // is written by a workflow a pull request's content ran in.
@@ -46,7 +52,8 @@ type Executor struct {
 	// Log takes the lines of a run without a logger of its own.
 	Log *slog.Logger
 	// FindWithin bounds how long a dispatched run may take to show in
-	// the workflow's runs, named with its request id (default 2m).
+	// the workflow's runs, named with its request id, when GitHub answers
+	// a dispatch without its run (default 2m).
 	FindWithin time.Duration
 
 	mu   sync.Mutex
@@ -176,6 +183,24 @@ func release(res workflow.RequestResult) *model.Release {
 }
 
 // follow is one request's wait: the runs found for it, dispatched if none.
+//
+// Only runs the bot's own user started are followed: anyone who may
+// dispatch the workflow (write access) can start a run named with the
+// request's id, which is a hash of public values, from a branch's copy of
+// the workflow or with inputs of their own, and upload any result. The
+// bot follows the run GitHub answered its dispatch with, and adopts
+// (after a restart, or another replica's) only runs its user dispatched
+// on the branch it dispatches on, of the workflow it dispatches; a run
+// started by anyone else is never read, neither its status nor its
+// artifact.
+//
+// No secret nonce rides in the inputs to be echoed in the result: a run's
+// inputs are readable by anyone who can read the repository, and whatever
+// can write the artifact of the bot's own run runs inside that run, where
+// it reads the inputs too. What binds a result to the bot is what GitHub
+// vouches for: the run id it answered the dispatch with, and the bot's
+// user as the run's actor and triggering actor. A nonce would add nothing
+// to that.
 type follow struct {
 	x         *Executor
 	gh        GitHub
@@ -184,15 +209,78 @@ type follow struct {
 	workspace string
 	log       *slog.Logger
 
+	// self is the bot's user; ref the branch the bot dispatches on, the
+	// default branch, read once per request.
+	self githubapi.User
+	ref  string
+
 	runs       map[int64]githubapi.WorkflowRun
 	dispatched time.Time
+	// unnamed: GitHub answered the dispatch without its run (204), so it
+	// is looked for, among the runs created since shortly before.
+	unnamed bool
+	// relist: list once more after a dispatch GitHub named the run of:
+	// another replica's dispatch of the same request may have come first.
+	relist  bool
+	ignored map[int64]bool // runs named with the request's id, not the bot's: logged once
 }
 
-// mine: the run carries the request's id in its name, as the workflow's
+// clockSkew is how much earlier than the bot's clock says it dispatched a
+// run may be created, by GitHub's clock, and still be the dispatch's.
+const clockSkew = time.Minute
+
+// tagged: the run carries the request's id in its name, as the workflow's
 // run-name puts it.
-func (f *follow) mine(r githubapi.WorkflowRun) bool {
+func (f *follow) tagged(r githubapi.WorkflowRun) bool {
 	tag := "[" + f.id + "]"
 	return strings.Contains(r.Name, tag) || strings.Contains(r.DisplayTitle, tag)
+}
+
+// notOurs says why the run is not one the bot dispatched, "" if it is:
+// started by the bot's user (its id and login), this attempt too (a
+// re-run's triggering actor is whoever re-ran it), by workflow_dispatch, on
+// the branch the bot dispatches on, of the workflow it dispatches.
+func (f *follow) notOurs(r githubapi.WorkflowRun, wf string) string {
+	switch {
+	case !r.Actor.Is(f.self):
+		return fmt.Sprintf("started by %s (id %d), not the bot's user %s (id %d)", r.Actor.Login, r.Actor.ID, f.self.Login, f.self.ID)
+	case !r.TriggeringActor.Is(f.self):
+		return fmt.Sprintf("run again by %s (id %d), not the bot's user %s", r.TriggeringActor.Login, r.TriggeringActor.ID, f.self.Login)
+	case r.Event != "workflow_dispatch":
+		return fmt.Sprintf("started by the event %q, not workflow_dispatch", r.Event)
+	case r.HeadBranch != f.ref:
+		return fmt.Sprintf("on the branch %q, not %q, which the bot dispatches on", r.HeadBranch, f.ref)
+	case !workflowPath(r.Path, wf, f.ref):
+		return fmt.Sprintf("of the workflow %q, not .github/workflows/%s", r.Path, wf)
+	}
+	return ""
+}
+
+// workflowPath: path is the workflow file wf under .github/workflows, as
+// GitHub names a run's (with "@<ref>" added by some versions, then ref).
+func workflowPath(path, wf, ref string) bool {
+	file, at, ok := strings.Cut(path, "@")
+	return file == ".github/workflows/"+wf && (!ok || at == ref || at == "refs/heads/"+ref)
+}
+
+// mine: a run of the request the bot dispatched, by its name; a run so
+// named by anyone else is logged, once, and left alone. After a dispatch
+// GitHub did not name the run of, only runs created since shortly before
+// it are the dispatch's.
+func (f *follow) mine(wf string) func(githubapi.WorkflowRun) bool {
+	return func(r githubapi.WorkflowRun) bool {
+		if !f.tagged(r) {
+			return false
+		}
+		if why := f.notOurs(r, wf); why != "" {
+			if !f.ignored[r.ID] {
+				f.ignored[r.ID] = true
+				f.log.Warn("a workflow run named with the request's id is not the bot's: it is not read", "run", r.ID, "url", r.HTMLURL, "why", why)
+			}
+			return false
+		}
+		return !f.unnamed || !r.CreatedAt.Before(f.dispatched.Add(-clockSkew))
+	}
 }
 
 // run dispatches the request unless a run of it exists, and waits for the
@@ -207,7 +295,13 @@ func (f *follow) run(ctx context.Context) (workflow.RequestResult, *githubapi.Wo
 	if findWithin <= 0 {
 		findWithin = 2 * time.Minute
 	}
-	f.runs = map[int64]githubapi.WorkflowRun{}
+	f.runs, f.ignored = map[int64]githubapi.WorkflowRun{}, map[int64]bool{}
+	if err := f.start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return workflow.RequestResult{}, nil, f.stopped(ctx)
+		}
+		return workflow.RequestResult{}, nil, err
+	}
 	for {
 		if err := f.look(ctx, wf); err != nil {
 			switch {
@@ -225,8 +319,8 @@ func (f *follow) run(ctx context.Context) (workflow.RequestResult, *githubapi.Wo
 			continue
 		}
 		if len(f.runs) == 0 && time.Since(f.dispatched) > findWithin {
-			return workflow.RequestResult{}, nil, fmt.Errorf("workflow %s was dispatched for request %s, but no run named with %s showed within %s: its run-name must carry the request id, as .github/workflow-examples/kusion-run.yml's does (githubActions.workflow)",
-				wf, f.id, "["+f.id+"]", findWithin)
+			return workflow.RequestResult{}, nil, fmt.Errorf("workflow %s was dispatched on %s for request %s, GitHub did not answer with its run, and no run of the bot's user %s named with %s showed within %s: its run-name must carry the request id, as .github/workflow-examples/kusion-run.yml's does (githubActions.workflow)",
+				wf, f.ref, f.id, f.self.Login, "["+f.id+"]", findWithin)
 		}
 		if res, wr, done, err := f.judge(ctx); done || err != nil {
 			return res, wr, err
@@ -253,52 +347,75 @@ func (f *follow) run(ctx context.Context) (workflow.RequestResult, *githubapi.Wo
 	}
 }
 
-// look finds the request's runs by their names until some are known, then
-// reads those not completed.
-func (f *follow) look(ctx context.Context, wf string) error {
-	if len(f.runs) == 0 {
-		found, err := f.gh.DispatchedRuns(ctx, wf, f.mine)
-		if err != nil {
-			return err
-		}
-		for _, r := range found {
-			f.runs[r.ID] = r
-			f.log.Info("following the workflow run of the request", "run", r.ID, "url", r.HTMLURL, "status", r.Status)
-		}
-		return nil
+// start reads who the bot is and where it dispatches: only runs of that
+// user on that branch are the request's.
+func (f *follow) start(ctx context.Context) error {
+	self, err := f.gh.Self(ctx)
+	if err != nil {
+		return err
 	}
-	for id, r := range f.runs {
-		if r.Status == "completed" {
-			continue
-		}
-		now, err := f.gh.WorkflowRun(ctx, id)
-		if err != nil {
-			return err
-		}
-		f.runs[id] = now
-	}
-	return nil
-}
-
-func (f *follow) dispatch(ctx context.Context, wf string) error {
 	ref, err := f.gh.DefaultBranch(ctx)
 	if err != nil {
 		return err
 	}
-	wire, err := json.Marshal(f.req)
+	f.self, f.ref = self, ref
+	return nil
+}
+
+// look finds the bot's runs of the request by their names until some are
+// known (and once more after a dispatch), then reads those not
+// completed, each checked again: a run someone else ran again is no
+// longer the bot's.
+func (f *follow) look(ctx context.Context, wf string) error {
+	listed := map[int64]bool{}
+	if len(f.runs) == 0 || f.relist {
+		found, err := f.gh.DispatchedRuns(ctx, wf, f.ref, f.mine(wf))
+		if err != nil {
+			return err
+		}
+		f.relist = false
+		for _, r := range found {
+			if _, known := f.runs[r.ID]; !known {
+				f.log.Info("following the workflow run of the request", "run", r.ID, "url", r.HTMLURL, "status", r.Status)
+			}
+			f.runs[r.ID], listed[r.ID] = r, true
+		}
+	}
+	for id, r := range f.runs {
+		if r.Status == "completed" || listed[id] {
+			continue
+		}
+		if err := f.read(ctx, id, wf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read reads the run id and keeps it if it is the bot's, and refuses it
+// otherwise.
+func (f *follow) read(ctx context.Context, id int64, wf string) error {
+	now, err := f.gh.WorkflowRun(ctx, id)
 	if err != nil {
 		return err
 	}
-	// The request is the run's work; the rest is for people reading the
-	// Actions tab, and environment picks the job's GitHub environment
-	// (its required reviewers and secrets) for a run that changes
-	// something: the stack's workspace.
-	env := ""
-	if f.req.Command != workflow.Preview && !f.req.DryRun {
-		env = f.workspace
+	if why := f.notOurs(now, wf); why != "" {
+		delete(f.runs, id)
+		return fmt.Errorf("the workflow run %s of request %s is no longer the bot's alone (%s): its result is not read; run the command again", now.HTMLURL, f.id, why)
 	}
-	inputs := map[string]any{"request": string(wire), "id": f.id, "stack": f.req.Stack, "command": string(f.req.Command), "commit": f.req.Commit, "environment": env}
-	if err := f.gh.DispatchWorkflow(ctx, wf, ref, inputs); err != nil {
+	f.runs[id] = now
+	return nil
+}
+
+func (f *follow) dispatch(ctx context.Context, wf string) error {
+	ref := f.ref
+	inputs, err := Inputs(f.req, f.workspace)
+	if err != nil {
+		return err
+	}
+	at := time.Now()
+	d, err := f.gh.DispatchWorkflow(ctx, wf, ref, inputs)
+	if err != nil {
 		if ctx.Err() != nil {
 			return f.stopped(ctx)
 		}
@@ -307,9 +424,40 @@ func (f *follow) dispatch(ctx context.Context, wf string) error {
 		}
 		return err
 	}
-	f.dispatched = time.Now()
-	f.log.Info("workflow dispatched", "ref", ref, "stack", f.req.Stack)
+	f.dispatched = at
+	if d.RunID == 0 {
+		// An older GitHub Enterprise Server: the run is found by its
+		// name among the bot's runs created since.
+		f.unnamed = true
+		f.log.Info("workflow dispatched; GitHub did not name the run", "ref", ref, "stack", f.req.Stack)
+		return nil
+	}
+	f.relist = true
+	if err := f.read(ctx, d.RunID, wf); err != nil {
+		if ctx.Err() != nil {
+			return f.stopped(ctx)
+		}
+		return fmt.Errorf("workflow %s dispatched on %s as run %d: %w", wf, ref, d.RunID, err)
+	}
+	f.log.Info("workflow dispatched", "ref", ref, "stack", f.req.Stack, "run", d.RunID, "url", d.HTMLURL)
 	return nil
+}
+
+// Inputs are the workflow_dispatch inputs of req's run, workspace the
+// stack's. The request is the run's work; the rest is for people reading
+// the Actions tab, and environment picks the job's GitHub environment (its
+// required reviewers and secrets) for a run that changes something: the
+// stack's workspace.
+func Inputs(req workflow.Request, workspace string) (map[string]any, error) {
+	wire, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("the request %s as an input: %w", req.ID(), err)
+	}
+	env := ""
+	if req.Command != workflow.Preview && !req.DryRun {
+		env = workspace
+	}
+	return map[string]any{"request": string(wire), "id": req.ID(), "stack": req.Stack, "command": string(req.Command), "commit": req.Commit, "environment": env}, nil
 }
 
 // setting says what the bot dispatches, for GitHub's refusals.
@@ -409,7 +557,7 @@ func (f *follow) result(ctx context.Context, wr *githubapi.WorkflowRun) (workflo
 	if err != nil {
 		return workflow.RequestResult{}, fmt.Errorf("the result of workflow run %s: artifact %s: %w", wr.HTMLURL, name, err)
 	}
-	res, err := workflow.DecodeRequestResult(f.id, data)
+	res, err := workflow.DecodeRequestResult(f.req, data)
 	if err != nil {
 		return res, fmt.Errorf("the result of workflow run %s: %w", wr.HTMLURL, err)
 	}

@@ -159,7 +159,6 @@ func (x *Executor) RunStack(ctx context.Context, cmd workflow.Command, dir strin
 // wait waits for the Job's end and returns the result it left. A Job gone
 // (its TTL passed) is judged by its result alone.
 func (x *Executor) wait(ctx context.Context, w *watcher, store *backend.Store, req workflow.Request, job *batchv1.Job, s Settings, log *slog.Logger) (workflow.RequestResult, error) {
-	id := req.ID()
 	news := w.subscribe(job.Name)
 	defer w.unsubscribe(job.Name, news)
 	poll := x.Poll
@@ -178,7 +177,7 @@ func (x *Executor) wait(ctx context.Context, w *watcher, store *backend.Store, r
 			st = jobState(cur)
 		}
 		if cur == nil || st.done {
-			res, ok, err := result(ctx, store, id)
+			res, ok, err := result(ctx, store, req)
 			switch {
 			case err != nil:
 				return res, err
@@ -195,7 +194,7 @@ func (x *Executor) wait(ctx context.Context, w *watcher, store *backend.Store, r
 			}
 			// Complete, and the result not seen yet: the worker writes it
 			// before it exits, so look once more after a pause.
-			if res, ok, err = resultAfter(ctx, store, id, time.Second); ok || err != nil {
+			if res, ok, err = resultAfter(ctx, store, req, time.Second); ok || err != nil {
 				return res, err
 			}
 			return res, fmt.Errorf("the Job %s/%s completed but left no result%s", job.Namespace, job.Name, x.tail(ctx, job))
@@ -209,25 +208,25 @@ func (x *Executor) wait(ctx context.Context, w *watcher, store *backend.Store, r
 	}
 }
 
-func result(ctx context.Context, store *backend.Store, id string) (workflow.RequestResult, bool, error) {
-	data, err := store.Work(ctx, id, workflow.ResultFile, 0)
+func result(ctx context.Context, store *backend.Store, req workflow.Request) (workflow.RequestResult, bool, error) {
+	data, err := store.Work(ctx, req.ID(), workflow.ResultFile, 0)
 	if errors.Is(err, backend.ErrNoWork) {
 		return workflow.RequestResult{}, false, nil
 	}
 	if err != nil {
 		return workflow.RequestResult{}, false, err
 	}
-	res, err := workflow.DecodeRequestResult(id, data)
+	res, err := workflow.DecodeRequestResult(req, data)
 	return res, err == nil, err
 }
 
-func resultAfter(ctx context.Context, store *backend.Store, id string, d time.Duration) (workflow.RequestResult, bool, error) {
+func resultAfter(ctx context.Context, store *backend.Store, req workflow.Request, d time.Duration) (workflow.RequestResult, bool, error) {
 	select {
 	case <-ctx.Done():
 		return workflow.RequestResult{}, false, ctx.Err()
 	case <-time.After(d):
 	}
-	return result(ctx, store, id)
+	return result(ctx, store, req)
 }
 
 // maxTail bounds the log lines a failure shows.

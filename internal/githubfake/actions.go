@@ -41,6 +41,9 @@ type Dispatch struct {
 	Owner, Repo, Workflow, Ref string
 	Inputs                     map[string]string
 	RunID                      int64
+	// Actor is the login that dispatched: the user the token acts as (the
+	// App's bot user for its installation tokens), or DispatchAs's.
+	Actor string
 }
 
 type actionsRun struct {
@@ -52,6 +55,9 @@ type actionsRun struct {
 	created, updated   time.Time
 	artifacts          []*artifact
 	dispatch           Dispatch
+	// actor started the run; triggering started its latest attempt.
+	actor, triggering string
+	attempt           int
 }
 
 type artifact struct {
@@ -70,6 +76,15 @@ func (s *Server) SetWorkflow(owner, repo, file string, w Workflow) {
 		s.st.workflows = map[string]Workflow{}
 	}
 	s.st.workflows[repoKey(owner, repo)+"/"+file] = w
+}
+
+// AnswerDispatchWithoutRun makes dispatches answer 204 without the run,
+// return_run_details or not, as a GitHub Enterprise Server older than it
+// does.
+func (s *Server) AnswerDispatchWithoutRun() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.dispatchNoRun = true
 }
 
 // OnDispatch calls f, in a goroutine of its own, with each dispatch the
@@ -125,6 +140,55 @@ func (s *Server) AddArtifactZip(owner, repo string, runID int64, name string, ra
 	r.artifacts = append(r.artifacts, &artifact{id: s.st.id(), name: name, zip: raw})
 }
 
+// DispatchAs dispatches the workflow file of owner/repo on ref with
+// inputs as login, a user with write access, as the Actions tab's "Run
+// workflow" button does: any ref the repository has (a branch's copy of
+// the workflow), any inputs the file declares. It returns the dispatch,
+// or GitHub's refusal.
+func (s *Server) DispatchAs(login, owner, repo, file, ref string, inputs map[string]any) (Dispatch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, refused := s.newRun(owner, repo, file, ref, inputs, login)
+	if r == nil {
+		return Dispatch{}, fmt.Errorf("githubfake: dispatch of %s on %s refused: %d %s", file, ref, refused.status, errorText(refused.body))
+	}
+	return r.dispatch, nil
+}
+
+// RunReads are the calls that read the run runID of owner/repo: the run,
+// its artifacts (listed, downloaded, or fetched at the address a download
+// redirected to), anything under it.
+func (s *Server) RunReads(owner, repo string, runID int64) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.run(owner, repo, runID)
+	prefixes := []string{fmt.Sprintf("/repos/%s/actions/runs/%d", r.repo, runID)}
+	for _, a := range r.artifacts {
+		prefixes = append(prefixes, fmt.Sprintf("/repos/%s/actions/artifacts/%d", r.repo, a.id), fmt.Sprintf("%s%d", artifactPrefix, a.id))
+	}
+	var out []Call
+	for _, c := range s.calls {
+		p := strings.ToLower(c.Path)
+		for _, prefix := range prefixes {
+			if p == prefix || strings.HasPrefix(p, prefix+"/") {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// RerunAs runs the run again as login, as the "Re-run jobs" button does:
+// the same run, a new attempt, queued, whose triggering actor is login.
+func (s *Server) RerunAs(login, owner, repo string, runID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.run(owner, repo, runID)
+	r.triggering, r.attempt = login, r.attempt+1
+	r.status, r.conclusion, r.updated = "queued", "", time.Now()
+}
+
 // StartRun marks the run in progress, as a runner taking it does.
 func (s *Server) StartRun(owner, repo string, runID int64) {
 	s.mu.Lock()
@@ -178,20 +242,39 @@ func (s *Server) run(owner, repo string, id int64) *actionsRun {
 
 var runNameInput = regexp.MustCompile(`\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}`)
 
-// dispatch answers as GitHub does: 204 and a queued run; 404 for a
-// workflow file the repository does not have, 422 for a ref it does not
-// have or inputs the workflow does not declare.
+// dispatch answers as GitHub does: a queued run, 200 with the run's id and
+// addresses when asked for them (return_run_details) and 204 otherwise;
+// 404 for a workflow file the repository does not have, 422 for a ref it
+// does not have or inputs the workflow does not declare. The run's actor
+// is the user the token acts as.
 func (s *Server) dispatch(rq *request) response {
-	file := rq.params["workflow_id"]
-	w, ok := s.st.workflows[rq.repo+"/"+file]
-	if !ok {
-		return notFound()
+	in, _ := rq.body["inputs"].(map[string]any)
+	r, refused := s.newRun(rq.params["owner"], rq.params["repo"], rq.params["workflow_id"], str(rq.body["ref"]), in, rq.user)
+	if r == nil {
+		return refused
 	}
-	ref := str(rq.body["ref"])
-	if ref != s.defaultBranch() && s.st.trees[rq.repo+"@"+shortRef(ref)] == nil {
+	if details, _ := rq.body["return_run_details"].(bool); details && !s.st.dispatchNoRun {
+		return response{status: http.StatusOK, body: map[string]any{
+			"workflow_run_id": r.id,
+			"run_url":         s.apiURL("/repos/%s/%s/actions/runs/%d", r.owner, r.name, r.id),
+			"html_url":        s.runHTMLURL(r),
+		}}
+	}
+	return response{status: http.StatusNoContent}
+}
+
+// newRun makes the run of a dispatch by actor, or says why GitHub refuses
+// it.
+func (s *Server) newRun(owner, name, file, ref string, in map[string]any, actor string) (*actionsRun, response) {
+	repo := repoKey(owner, name)
+	w, ok := s.st.workflows[repo+"/"+file]
+	if !ok {
+		return nil, notFound()
+	}
+	if ref != s.defaultBranch() && s.st.trees[repo+"@"+shortRef(ref)] == nil {
 		r := ghError(http.StatusUnprocessableEntity, "No ref found for: "+ref)
 		r.refusal = true
-		return r
+		return nil, r
 	}
 	inputs := map[string]string{}
 	declared := map[string]bool{}
@@ -199,7 +282,6 @@ func (s *Server) dispatch(rq *request) response {
 		declared[n] = true
 	}
 	var unexpected []string
-	in, _ := rq.body["inputs"].(map[string]any)
 	for k, v := range in {
 		if !declared[k] {
 			unexpected = append(unexpected, k)
@@ -212,23 +294,27 @@ func (s *Server) dispatch(rq *request) response {
 		sort.Strings(unexpected)
 		r := ghError(http.StatusUnprocessableEntity, fmt.Sprintf("Unexpected inputs provided: [%q]", strings.Join(unexpected, `", "`)))
 		r.refusal = true
-		return r
+		return nil, r
 	}
 	now := time.Now()
-	owner, name := rq.params["owner"], rq.params["repo"]
-	r := &actionsRun{owner: owner, name: name, repo: rq.repo, id: s.st.id(), workflow: file, ref: ref, status: "queued", created: now, updated: now}
+	r := &actionsRun{owner: owner, name: name, repo: repo, id: s.st.id(), workflow: file, ref: ref, status: "queued", created: now, updated: now,
+		actor: actor, triggering: actor, attempt: 1}
 	r.title = runNameInput.ReplaceAllStringFunc(w.RunName, func(m string) string {
 		return inputs[runNameInput.FindStringSubmatch(m)[1]]
 	})
 	if r.title == "" {
 		r.title = file
 	}
-	r.dispatch = Dispatch{Owner: owner, Repo: name, Workflow: file, Ref: ref, Inputs: inputs, RunID: r.id}
+	r.dispatch = Dispatch{Owner: owner, Repo: name, Workflow: file, Ref: ref, Inputs: inputs, RunID: r.id, Actor: actor}
 	s.st.runs = append(s.st.runs, r)
 	if f := s.st.onDispatch; f != nil {
 		go f(r.dispatch)
 	}
-	return response{status: http.StatusNoContent}
+	return r, response{}
+}
+
+func (s *Server) runHTMLURL(r *actionsRun) string {
+	return fmt.Sprintf("%s/%s/%s/actions/runs/%d", strings.TrimSuffix(s.hs.URL, "/"), r.owner, r.name, r.id)
 }
 
 // defaultBranch is the repositories' default branch, as GitHub's example
@@ -254,7 +340,10 @@ func (s *Server) runJSON(r *actionsRun) map[string]any {
 	}
 	set(m, "head_branch", shortRef(r.ref))
 	set(m, "path", ".github/workflows/"+r.workflow+"@"+shortRef(r.ref))
-	set(m, "html_url", fmt.Sprintf("%s/%s/%s/actions/runs/%d", strings.TrimSuffix(s.hs.URL, "/"), r.owner, r.name, r.id))
+	set(m, "html_url", s.runHTMLURL(r))
+	set(m, "run_attempt", r.attempt)
+	s.withAccount(m, "actor", r.actor)
+	s.withAccount(m, "triggering_actor", r.triggering)
 	set(m, "url", s.apiURL("/repos/%s/%s/actions/runs/%d", r.owner, r.name, r.id))
 	set(m, "artifacts_url", s.apiURL("/repos/%s/%s/actions/runs/%d/artifacts", r.owner, r.name, r.id))
 	set(m, "created_at", stamp(r.created))
@@ -280,6 +369,9 @@ func (s *Server) listRuns(rq *request) response {
 			continue
 		}
 		if ev := rq.query.Get("event"); ev != "" && ev != "workflow_dispatch" {
+			continue
+		}
+		if b := rq.query.Get("branch"); b != "" && b != shortRef(r.ref) {
 			continue
 		}
 		if st := rq.query.Get("status"); st != "" && st != r.status && st != r.conclusion {

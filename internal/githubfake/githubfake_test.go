@@ -55,7 +55,7 @@ var handledOperations = [...]string{
 	"repos/download-tarball-archive", "apps/list-repos-accessible-to-installation", "apps/get-repo-installation",
 	"apps/get-installation", "apps/list-installations", "repos/list-commit-statuses-for-ref", "apps/get-authenticated",
 	"actions/create-workflow-dispatch", "actions/list-workflow-runs", "actions/get-workflow-run",
-	"actions/list-workflow-run-artifacts", "actions/download-artifact",
+	"actions/list-workflow-run-artifacts", "actions/download-artifact", "users/get-by-username",
 }
 
 func TestDescription(t *testing.T) {
@@ -500,5 +500,80 @@ func TestEvents(t *testing.T) {
 	b, err := os.ReadFile(path)
 	if err != nil || !strings.Contains(string(b), `"number": 99`) {
 		t.Fatalf("written event: %v", err)
+	}
+}
+
+// TestWorkflowRunActors: a dispatch asking for the run's details is
+// answered 200 with them, one that does not 204, and so is every dispatch
+// of a GitHub answering without the run; each run names who dispatched it
+// (the token's user, or DispatchAs's writer from a branch's copy) as its
+// actor and triggering actor, by the same id GET /users gives the login,
+// and a re-run by another user changes the triggering actor only.
+func TestWorkflowRunActors(t *testing.T) {
+	s := New(t)
+	s.SetWorkflow("octo", "infra", "run.yml", Workflow{Inputs: []string{"id"}, RunName: "run [${{ inputs.id }}]"})
+	s.SetTokenUser("test-token", "octoapp[bot]")
+	const dispatches = "/repos/octo/infra/actions/workflows/run.yml/dispatches"
+	status, body := raw(t, s, "POST", dispatches, `{"ref":"master","inputs":{"id":"a"},"return_run_details":true}`, true)
+	var details struct {
+		RunID   int64  `json:"workflow_run_id"`
+		HTMLURL string `json:"html_url"`
+	}
+	if err := json.Unmarshal([]byte(body), &details); status != http.StatusOK || err != nil || details.RunID != s.Dispatches()[0].RunID || details.HTMLURL == "" {
+		t.Fatalf("a dispatch asking for the run: %d %s", status, body)
+	}
+	if status, body := raw(t, s, "POST", dispatches, `{"ref":"master","inputs":{"id":"b"}}`, true); status != http.StatusNoContent {
+		t.Errorf("a dispatch not asking for the run: %d %s", status, body)
+	}
+	s.SetTree("octo", "infra", "weak", t.TempDir())
+	forged, err := s.DispatchAs("mallory", "octo", "infra", "run.yml", "weak", map[string]any{"id": "a"})
+	if err != nil || forged.Actor != "mallory" || forged.Ref != "weak" {
+		t.Fatalf("a writer's dispatch: %+v, %v", forged, err)
+	}
+	if _, err := s.DispatchAs("mallory", "octo", "infra", "run.yml", "master", map[string]any{"other": "x"}); err == nil {
+		t.Error("a dispatch with an undeclared input was taken")
+	}
+	s.AnswerDispatchWithoutRun()
+	if status, body := raw(t, s, "POST", dispatches, `{"ref":"master","inputs":{"id":"c"},"return_run_details":true}`, true); status != http.StatusNoContent {
+		t.Errorf("an older GitHub's answer: %d %s", status, body)
+	}
+
+	ctx := context.Background()
+	c := client(t, s)
+	bot, _, err := c.Users.Get(ctx, "octoapp%5Bbot%5D")
+	if err != nil || bot.GetLogin() != "octoapp[bot]" || bot.GetType() != "Bot" || bot.GetID() == 0 {
+		t.Fatalf("the bot's account: %+v, %v", bot, err)
+	}
+	mallory, _, err := c.Users.Get(ctx, "mallory")
+	if err != nil || mallory.GetID() == 0 || mallory.GetID() == bot.GetID() {
+		t.Fatalf("mallory's account: %+v, %v", mallory, err)
+	}
+	s.RerunAs("mallory", "octo", "infra", details.RunID)
+	runs, _, err := c.Actions.ListWorkflowRunsByFileName(ctx, "octo", "infra", "run.yml", nil)
+	if err != nil || len(runs.WorkflowRuns) != 4 {
+		t.Fatalf("runs: %+v, %v", runs, err)
+	}
+	for _, r := range runs.WorkflowRuns {
+		actor, triggering := r.GetActor(), r.GetTriggeringActor()
+		want, wantTriggering := bot, bot
+		switch r.GetID() {
+		case forged.RunID:
+			want, wantTriggering = mallory, mallory
+			if r.GetHeadBranch() != "weak" {
+				t.Errorf("the writer's run is on %q", r.GetHeadBranch())
+			}
+		case details.RunID:
+			wantTriggering = mallory
+			if r.GetStatus() != "queued" || r.GetRunAttempt() != 2 {
+				t.Errorf("the re-run: %s, attempt %d", r.GetStatus(), r.GetRunAttempt())
+			}
+		}
+		if actor.GetID() != want.GetID() || actor.GetLogin() != want.GetLogin() || triggering.GetID() != wantTriggering.GetID() || triggering.GetLogin() != wantTriggering.GetLogin() {
+			t.Errorf("run %d: actor %s (%d), triggering %s (%d)", r.GetID(), actor.GetLogin(), actor.GetID(), triggering.GetLogin(), triggering.GetID())
+		}
+	}
+	onWeak, _, err := c.Actions.ListWorkflowRunsByFileName(ctx, "octo", "infra", "run.yml", &github.ListWorkflowRunsOptions{Branch: "weak"})
+	if err != nil || len(onWeak.WorkflowRuns) != 1 || onWeak.WorkflowRuns[0].GetID() != forged.RunID {
+		t.Errorf("runs on weak: %+v, %v", onWeak, err)
 	}
 }

@@ -3,6 +3,7 @@ package githubfake
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -87,6 +88,8 @@ func handler(opID string) func(*Server, *request) response {
 		return (*Server).listArtifacts
 	case "actions/download-artifact":
 		return (*Server).downloadArtifact
+	case "users/get-by-username":
+		return (*Server).getUser
 	}
 	return nil
 }
@@ -140,6 +143,52 @@ func withUser(m map[string]any, field, login string) {
 		typ = "Bot"
 	}
 	set(m, field+".type", typ)
+}
+
+// userID is the account id of login: one per login, the same every time.
+func (st *state) userID(login string) int64 {
+	key := strings.ToLower(login)
+	if st.userIDs == nil {
+		st.userIDs = map[string]int64{}
+	}
+	if st.userIDs[key] == 0 {
+		st.userIDs[key] = st.id()
+	}
+	return st.userIDs[key]
+}
+
+// withAccount overlays the account login, with its id and addresses, at
+// field.
+func (s *Server) withAccount(m map[string]any, field, login string) {
+	sub, _ := m[field].(map[string]any)
+	if sub == nil {
+		sub = map[string]any{}
+		m[field] = sub
+	}
+	s.account(sub, login)
+}
+
+// account overlays the account login on m, a user object.
+func (s *Server) account(m map[string]any, login string) {
+	typ := "User"
+	if strings.HasSuffix(login, "[bot]") {
+		typ = "Bot"
+	}
+	id := s.st.userID(login)
+	set(m, "login", login)
+	set(m, "type", typ)
+	set(m, "id", id)
+	set(m, "node_id", fmt.Sprintf("U_fake%d", id))
+	set(m, "url", s.apiURL("/users/%s", url.PathEscape(login)))
+	set(m, "html_url", "https://github.com/"+login)
+}
+
+// getUser answers GET /users/{username}: every login is an account, its
+// id the one runs and other answers name it by.
+func (s *Server) getUser(rq *request) response {
+	m := s.template(rq.op.id, "200")
+	s.account(m, rq.params["username"])
+	return response{status: http.StatusOK, body: m}
 }
 
 // --- issue comments ---

@@ -43,6 +43,8 @@ type state struct {
 	workflows         map[string]Workflow // by repo/file
 	runs              []*actionsRun       // in dispatch order
 	onDispatch        func(Dispatch)
+	dispatchNoRun     bool                 // dispatches answer 204 whatever they ask (AnswerDispatchWithoutRun)
+	userIDs           map[string]int64     // by lower-case login: the ids the fake gave accounts
 	artifactDownloads map[string]*artifact // pre-signed token -> artifact
 
 	appID        int64
