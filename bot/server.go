@@ -137,7 +137,7 @@ const budgetWait = 5 * time.Second
 
 // webhook answers at once: verified, deduplicated, queued.
 func (b *Bot) webhook(w http.ResponseWriter, r *http.Request) {
-	d, err := webhook.Receive(r, b.secret, b.budget)
+	d, err := webhook.Receive(w, r, b.secret, b.budget)
 	if err != nil {
 		status := http.StatusBadRequest
 		var we *webhook.Error

@@ -72,10 +72,11 @@ func run(getenv func(string) string, stderr *os.File) int {
 		return 2
 	}
 	// Headers must come fast, and be small (GitHub's are a few hundred
-	// bytes; net/http would take a megabyte from anyone). The whole request
-	// must be in within 20 s: GitHub gives up on an answer after 10, and a
-	// body still arriving holds part of the bot's budget for unverified
-	// bodies (KUSIONPR_MAX_UNVERIFIED_BYTES).
+	// bytes; net/http would take a megabyte from anyone). A webhook body
+	// has a deadline of its own, seconds for GitHub's (webhook.Receive),
+	// as a body still arriving holds part of the bot's budget for
+	// unverified bodies (KUSIONPR_MAX_UNVERIFIED_BYTES); no request may
+	// take more than 20 s in all.
 	srv := &http.Server{Addr: cfg.Listen, Handler: b.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 20 * time.Second,
 		MaxHeaderBytes: 64 << 10}
 
