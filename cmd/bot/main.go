@@ -110,11 +110,19 @@ func run(getenv func(string) string, stderr *os.File) int {
 	}
 	log.Info("listening", "addr", ln.Addr().String())
 	go func() {
+		// Deliveries GitHub could not make while no bot listened are
+		// asked for again; merges whose apply a crash or a drain lost
+		// (their deliveries were taken) are found in the releases.
+		asked, _, err := b.Redeliver(ctx)
+		if err != nil {
+			log.Error("redelivery pass at start failed", "error", err)
+		}
 		n, err := b.Recover(ctx)
 		if err != nil {
 			log.Error("recovery of lost applies failed", "error", err)
 		}
-		log.Info("recovery queued the merges whose apply may be missing", "queued", n, "window", cfg.RecoverWindow.String())
+		log.Info("recovery queued the merges whose apply may be missing", "queued", n, "redeliveries", asked, "window", cfg.RecoverWindow.String())
+		b.ScheduleRedelivery(ctx)
 	}()
 	// Scans only read: stopping cuts one short, and its lease lapses.
 	go b.ScheduleDrift(ctx)
