@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,15 +110,6 @@ func (w *world) failedFirstAttempts() map[string]bool {
 	return failed
 }
 
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // TestStalledBodiesLoseNoDelivery: strangers who hold the webhook open
 // with bodies that never end delay GitHub's deliveries, and lose none. 80
 // bodies announcing 1 MiB and sending nothing (as reported: they held the
@@ -171,13 +164,16 @@ func TestStalledBodiesLoseNoDelivery(t *testing.T) {
 		t.Errorf("the bot's peak resident memory reached %d MiB, over %d MiB", peak>>20, maxMemory>>20)
 	}
 	asked, failed := w.redeliveriesAsked(calls), w.failedFirstAttempts()
-	if strings.Join(keys(asked), ",") != strings.Join(keys(failed), ",") {
-		t.Errorf("redeliveries were asked for %v, want exactly the deliveries that failed: %v", asked, keys(failed))
+	if strings.Join(slices.Sorted(maps.Keys(asked)), ",") != strings.Join(slices.Sorted(maps.Keys(failed)), ",") {
+		t.Errorf("redeliveries were asked for %v, want exactly the deliveries that failed: %v", asked, slices.Sorted(maps.Keys(failed)))
 	}
 	for guid, n := range asked {
 		if n != 1 {
 			t.Errorf("delivery %s was asked for %d times, want once", guid, n)
 		}
+	}
+	if n := metric(t, bot, "kusionpr_webhook_redeliveries_total"); int(n) != len(asked) {
+		t.Errorf("/metrics counts %v redeliveries asked for, want %d", n, len(asked))
 	}
 	// 160 refusals (the strangers' 408s, GitHub's 503) make passes at
 	// most every 30 s.
@@ -311,7 +307,7 @@ func TestDeliveriesMissedWhileDownAreRedelivered(t *testing.T) {
 	}
 
 	asked := w.redeliveriesAsked(calls)
-	if strings.Join(keys(asked), ",") != strings.Join(want, ",") {
+	if strings.Join(slices.Sorted(maps.Keys(asked)), ",") != strings.Join(want, ",") {
 		t.Errorf("redeliveries were asked for %v, want the preview's and the merge's, %v", asked, want)
 	}
 	for guid, n := range asked {
