@@ -104,10 +104,15 @@ type Config struct {
 	// HoldWait is how long an apply waits for another run holding its
 	// stack to end (KUSIONPR_HOLD_WAIT, default 30m).
 	HoldWait time.Duration `json:"holdWait"`
-	// RecoverWindow is how far back the bot looks, when it starts, for
-	// merged pull requests whose apply left no release
-	// (KUSIONPR_RECOVER_WINDOW, default 24h; 0 turns it off).
-	RecoverWindow time.Duration `json:"recoverWindow"`
+	// RecoverWindow is how far back the bot looks for work it missed
+	// (KUSIONPR_RECOVER_WINDOW, default 24h; 0 turns it off): when it
+	// starts, merged pull requests whose apply left no release; at each
+	// redelivery pass, deliveries it could not take. RedeliverInterval is
+	// how often a redelivery pass runs besides at start and after the
+	// bot refused a delivery for want of room or time
+	// (KUSIONPR_REDELIVER_INTERVAL, default 5m; 0 turns redelivery off).
+	RecoverWindow     time.Duration `json:"recoverWindow"`
+	RedeliverInterval time.Duration `json:"redeliverInterval"`
 	// MaxUnverifiedBytes bounds the webhook bodies held in memory at once
 	// before their signature is checked (KUSIONPR_MAX_UNVERIFIED_BYTES,
 	// default 64 MiB); MaxCheckoutBytes and MaxCheckoutFiles bound what a
@@ -216,7 +221,7 @@ type Config struct {
 func LoadConfig(getenv func(string) string) (*Config, error) {
 	c := &Config{Listen: ":8080", Root: ".", Concurrency: 4, Comment: "always", CombineAbove: 10,
 		RequireApproval: true, RequireMergeable: true, RequireChecks: true, MergeableStates: []string{"clean"}, ShutdownTimeout: 10 * time.Minute, ShutdownDelay: 5 * time.Second,
-		HoldWait: 30 * time.Minute, ReadyTimeout: kubernetes.DefaultReadyTimeout, RateLimitWait: githubapi.DefaultMaxWait, RecoverWindow: 24 * time.Hour,
+		HoldWait: 30 * time.Minute, ReadyTimeout: kubernetes.DefaultReadyTimeout, RateLimitWait: githubapi.DefaultMaxWait, RecoverWindow: 24 * time.Hour, RedeliverInterval: 5 * time.Minute,
 		MaxUnverifiedBytes: 64 << 20, MaxCheckoutBytes: 1 << 30, MaxCheckoutFiles: 100000, Deployments: true, PolicyMaxMemory: policy.DefaultMaxMemory,
 		QueueWait: time.Hour, PolicyDir: "policy", PolicyOverride: "admin"}
 	if path := getenv("KUSIONPR_CONFIG"); path != "" {
@@ -323,6 +328,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	dur("KUSIONPR_READY_TIMEOUT", &c.ReadyTimeout)
 	dur("KUSIONPR_RATE_LIMIT_WAIT", &c.RateLimitWait)
 	dur("KUSIONPR_RECOVER_WINDOW", &c.RecoverWindow)
+	dur("KUSIONPR_REDELIVER_INTERVAL", &c.RedeliverInterval)
 	dur("KUSIONPR_QUEUE_WAIT", &c.QueueWait)
 	dur("KUSIONPR_DRIFT_EVERY", &c.DriftEvery)
 	dur("KUSIONPR_DRIFT_JITTER", &c.DriftJitter)
@@ -383,6 +389,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	}
 	if c.ReadyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_READY_TIMEOUT: %s is not a positive duration: want one such as 90s or 10m (default 5m)", c.ReadyTimeout))
+	}
+	if c.RecoverWindow < 0 || c.RedeliverInterval < 0 {
+		errs = append(errs, fmt.Errorf("KUSIONPR_RECOVER_WINDOW and KUSIONPR_REDELIVER_INTERVAL: %s and %s: want durations such as 24h and 5m, or 0 (off)", c.RecoverWindow, c.RedeliverInterval))
 	}
 	if c.QueueWait <= 0 {
 		errs = append(errs, fmt.Errorf("KUSIONPR_QUEUE_WAIT: %s is not a positive duration: want one such as 30m or 2h (default 1h)", c.QueueWait))
@@ -551,16 +560,17 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	type plain Config
 	aux := struct {
 		*plain
-		ShutdownTimeout *string `json:"shutdownTimeout"`
-		ShutdownDelay   *string `json:"shutdownDelay"`
-		Lease           *string `json:"lease"`
-		HoldWait        *string `json:"holdWait"`
-		ReadyTimeout    *string `json:"readyTimeout"`
-		RateLimitWait   *string `json:"rateLimitWait"`
-		RecoverWindow   *string `json:"recoverWindow"`
-		QueueWait       *string `json:"queueWait"`
-		DriftEvery      *string `json:"driftEvery"`
-		DriftJitter     *string `json:"driftJitter"`
+		ShutdownTimeout   *string `json:"shutdownTimeout"`
+		ShutdownDelay     *string `json:"shutdownDelay"`
+		Lease             *string `json:"lease"`
+		HoldWait          *string `json:"holdWait"`
+		ReadyTimeout      *string `json:"readyTimeout"`
+		RateLimitWait     *string `json:"rateLimitWait"`
+		RecoverWindow     *string `json:"recoverWindow"`
+		RedeliverInterval *string `json:"redeliverInterval"`
+		QueueWait         *string `json:"queueWait"`
+		DriftEvery        *string `json:"driftEvery"`
+		DriftJitter       *string `json:"driftJitter"`
 	}{plain: (*plain)(c)}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -579,6 +589,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		{"readyTimeout", aux.ReadyTimeout, &c.ReadyTimeout},
 		{"rateLimitWait", aux.RateLimitWait, &c.RateLimitWait},
 		{"recoverWindow", aux.RecoverWindow, &c.RecoverWindow},
+		{"redeliverInterval", aux.RedeliverInterval, &c.RedeliverInterval},
 		{"queueWait", aux.QueueWait, &c.QueueWait},
 		{"driftEvery", aux.DriftEvery, &c.DriftEvery},
 		{"driftJitter", aux.DriftJitter, &c.DriftJitter},

@@ -111,19 +111,34 @@ type job struct {
 	// driftIssue: the command came on a drift issue, not a pull request.
 	driftIssue bool
 	// mergedAt is when the merge applied happened; recovering marks the
-	// applies Recover queued.
+	// applies Recover queued, and those of merges the bot asked GitHub to
+	// deliver again.
 	mergedAt   time.Time
 	recovering bool
 }
 
+// handledEvent says whether the bot acts on deliveries of the event: the
+// others are acknowledged and ignored, and not asked for again when they
+// fail.
+func handledEvent(event string) bool {
+	switch event {
+	case "pull_request", "issue_comment", "merge_group", "check_run", "workflow_run":
+		return true
+	}
+	return false
+}
+
 // dispatch turns a verified delivery into a queued job; the outcome names
-// what happened for the metrics and the answer.
-func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
+// what happened for the metrics and the answer. redelivered says the bot
+// asked GitHub for this delivery again: a merge it brings is applied as
+// Recover applies one, quietly skipped if found done (Recover, at start,
+// may have applied it).
+func (b *Bot) dispatch(d *webhook.Delivery, redelivered bool) (string, error) {
+	if !handledEvent(d.Event) {
+		return "ignored", nil
+	}
 	if d.Event == "workflow_run" {
 		return b.workflowRun(d)
-	}
-	if d.Event != "pull_request" && d.Event != "issue_comment" && d.Event != "merge_group" && d.Event != "check_run" {
-		return "ignored", nil
 	}
 	var ev event
 	if err := json.Unmarshal(d.Body, &ev); err != nil {
@@ -155,7 +170,7 @@ func (b *Bot) dispatch(d *webhook.Delivery) (string, error) {
 				"pullRequest", pr.Number, "base", pr.BaseRef)
 			return "ignored", nil
 		}
-		j.number, j.sha, j.afterMerge, j.mergedAt = pr.Number, pr.MergeCommitSHA, true, pr.MergedAt
+		j.number, j.sha, j.afterMerge, j.mergedAt, j.recovering = pr.Number, pr.MergeCommitSHA, true, pr.MergedAt, redelivered
 		j.command = chatops.Command{Verb: chatops.Apply}
 		j.actor = cmp.Or(pr.MergedBy, ev.Sender.Login)
 	case d.Event == "merge_group" && ev.Action == "checks_requested" && ev.MergeGroup != nil:

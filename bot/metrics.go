@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kusionpr/kusionpr/webhook"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -22,6 +23,8 @@ type metrics struct {
 	apiCalls  *prometheus.CounterVec
 	rateLeft  prometheus.Gauge
 	rateWait  prometheus.Counter
+	// redeliveries counts the deliveries the bot asked GitHub for again.
+	redeliveries prometheus.Counter
 
 	// Per executor: stacks handed over, in flight, their results, and the
 	// time from the hand-over to the work's start where it runs and to
@@ -57,6 +60,8 @@ func newMetrics() *metrics {
 		rateWait: prometheus.NewCounter(prometheus.CounterOpts{Name: "kusionpr_github_rate_limit_wait_seconds_total",
 			Help: "Time GitHub requests waited for GitHub's rate limits (and retried a server error), in all."}),
 	}
+	m.redeliveries = prometheus.NewCounter(prometheus.CounterOpts{Name: "kusionpr_webhook_redeliveries_total",
+		Help: "Deliveries the bot could not take (refused for want of room or time, or sent while no bot listened) that it asked GitHub to make again."})
 	m.dispatched = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kusionpr_executor_dispatched_total",
 		Help: "Stack runs handed to the executor."}, []string{"executor"})
 	m.inFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kusionpr_executor_running",
@@ -75,10 +80,18 @@ func newMetrics() *metrics {
 		Help: "When this replica's last drift scan ended, in Unix seconds."})
 	m.driftScans = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kusionpr_drift_scans_total",
 		Help: "Drift scans this replica ran, by result."}, []string{"result"})
-	m.reg.MustRegister(m.webhooks, m.runs, m.durations, m.queue, m.apiCalls, m.rateLeft, m.rateWait,
+	m.reg.MustRegister(m.webhooks, m.runs, m.durations, m.queue, m.apiCalls, m.rateLeft, m.rateWait, m.redeliveries,
 		m.dispatched, m.inFlight, m.results, m.toStart, m.toEnd,
 		m.driftResources, m.driftDuration, m.driftLast, m.driftScans)
 	return m
+}
+
+// watchBudget shows what the webhook bodies not yet verified hold of the
+// budget: near KUSIONPR_MAX_UNVERIFIED_BYTES, deliveries wait, or are
+// refused and asked for again.
+func (m *metrics) watchBudget(b *webhook.Budget) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kusionpr_webhook_unverified_bytes",
+		Help: "Bytes of webhook bodies held before their signature is checked."}, func() float64 { return float64(b.InUse()) }))
 }
 
 func (m *metrics) handler() http.Handler {

@@ -41,6 +41,9 @@ type Bot struct {
 	commands *webhook.Dedup
 	// budget bounds the webhook bodies read before their signature holds.
 	budget *webhook.Budget
+	// redeliver asks GitHub again for the deliveries the bot could not
+	// take.
+	redeliver *redelivery
 
 	// client reaches GitHub as an installation, login names the App's
 	// bot user, work does an authorised command's work: the App and the
@@ -103,6 +106,8 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	b.login, b.work, b.executors, b.actions, b.runner = b.app.Login, workflowWork{runner: runner, stacks: stacks}, stacks, stacks.actions, runner
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)
 	b.budget = webhook.NewBudget(cfg.MaxUnverifiedBytes, budgetWait)
+	m.watchBudget(b.budget)
+	b.redeliver = newRedelivery()
 	b.ready.Store(true)
 	return b, nil
 }
@@ -144,7 +149,7 @@ const budgetWait = 5 * time.Second
 
 // webhook answers at once: verified, deduplicated, queued.
 func (b *Bot) webhook(w http.ResponseWriter, r *http.Request) {
-	d, err := webhook.Receive(r, b.secret, b.budget)
+	d, err := webhook.Receive(w, r, b.secret, b.budget)
 	if err != nil {
 		status := http.StatusBadRequest
 		var we *webhook.Error
@@ -159,6 +164,14 @@ func (b *Bot) webhook(w http.ResponseWriter, r *http.Request) {
 		b.m.webhooks.WithLabelValues("unverified", "refused").Inc()
 		b.log.Warn("webhook refused", "status", status, "reason", err.Error(), "remote", r.RemoteAddr)
 		http.Error(w, err.Error(), status)
+		if status == http.StatusServiceUnavailable || status == http.StatusRequestTimeout {
+			// Refused for want of room or time, not for what it is:
+			// if it was GitHub's, GitHub will not send it again unless
+			// asked. (A stranger's request does this as well as
+			// GitHub's; the pass it brings comes at most every
+			// redeliverGap.)
+			b.redeliver.refused()
+		}
 		return
 	}
 	if b.seen.Seen(d.ID) {
@@ -166,7 +179,7 @@ func (b *Bot) webhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"result": "duplicate delivery ignored"})
 		return
 	}
-	outcome, err := b.dispatch(d)
+	outcome, err := b.dispatch(d, b.redeliver.askedFor(d.ID))
 	if err != nil {
 		b.m.webhooks.WithLabelValues(eventLabel(d.Event), "refused").Inc()
 		http.Error(w, err.Error(), http.StatusBadRequest)

@@ -2,10 +2,6 @@ package githubapi_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"strings"
 	"testing"
@@ -189,14 +185,8 @@ func TestMarkerCannotEndItsComment(t *testing.T) {
 func TestAppEditsOnlyItsBotsComments(t *testing.T) {
 	ctx := context.Background()
 	gh := githubfake.New(t)
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gh.SetAppKey(99, &key.PublicKey)
+	app := testApp(t, gh, 99)
 	gh.AddInstallationRepo(3, "octo", "infra")
-	app := &githubapi.App{ID: 99, APIURL: gh.URL,
-		PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})}
 	login, err := app.Login(ctx)
 	if err != nil || login != gh.AppLogin() || !strings.HasSuffix(login, "[bot]") {
 		t.Fatalf("Login = %q, %v; want %q", login, err, gh.AppLogin())

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"slices"
 	"strings"
@@ -291,13 +289,7 @@ func TestForkRule(t *testing.T) {
 
 func TestAppLogin(t *testing.T) {
 	gh := githubfake.New(t)
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gh.SetAppKey(4242, &key.PublicKey)
-	app := &githubapi.App{ID: 4242, APIURL: gh.URL,
-		PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})}
+	app := testApp(t, gh, 4242)
 	for range 2 {
 		login, err := app.Login(context.Background())
 		if err != nil || login != gh.App().Slug+"[bot]" {

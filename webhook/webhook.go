@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 )
@@ -61,13 +62,17 @@ func refuse(status int, format string, args ...any) *Error {
 // at beyond its method, headers' shape and size and its signature until
 // the signature holds, so a stranger learns nothing but what GitHub
 // documents. The body is read only within budget (nil: no bound but
-// MaxBody per request), and hashed as it arrives. Errors are *Error: 405
-// (the caller should add "Allow: POST"), 401 for a missing or wrong
-// signature, 413 for a body over MaxBody or the budget, 415 for a content
-// type GitHub does not send, 503 (with RetryAfter) when the budget had no
-// room in time, 400 for anything else malformed, a delivery id that is not
-// GitHub's GUID among them.
-func Receive(r *http.Request, secret []byte, budget *Budget) (*Delivery, error) {
+// MaxBody per request), charged chunk by chunk as it arrives, and hashed
+// as it arrives. With w, the request's connection is given the body's
+// deadline (the budget's pace: seconds for a GitHub-sized body), so a
+// sender who stalls is cut off and its share freed; w may be nil (no
+// deadline but the server's own). Errors are *Error: 405 (the caller
+// should add "Allow: POST"), 401 for a missing or wrong signature, 408 for
+// a body that did not arrive by its deadline, 413 for a body over MaxBody
+// or the budget, 415 for a content type GitHub does not send, 503 (with
+// RetryAfter) when the budget had no room in time, 400 for anything else
+// malformed, a delivery id that is not GitHub's GUID among them.
+func Receive(w http.ResponseWriter, r *http.Request, secret []byte, budget *Budget) (*Delivery, error) {
 	if r.Method != http.MethodPost {
 		return nil, refuse(http.StatusMethodNotAllowed, "webhooks are delivered with POST")
 	}
@@ -108,20 +113,19 @@ func Receive(r *http.Request, secret []byte, budget *Budget) (*Delivery, error) 
 	if r.Body == nil {
 		return nil, refuse(http.StatusBadRequest, "the request has no body")
 	}
-	if budget != nil {
-		share := r.ContentLength // net/http reads no more than it announces
-		if share < 0 {
-			share = limit
-		}
-		release, ok := budget.take(r.Context(), share)
+	sh := budget.share(r.ContentLength)
+	defer sh.release()
+	pushBack := bodyDeadline(w, budget, r.ContentLength)
+	mac := hmac.New(sha256.New, []byte(secret))
+	chunks, err := readChunks(io.TeeReader(r.Body, mac), int(limit), r.ContentLength, func(n int) error {
+		waited, ok := sh.grow(r.Context(), int64(n))
+		pushBack(waited)
 		if !ok {
-			return nil, &Error{Status: http.StatusServiceUnavailable, RetryAfter: budget.wait,
+			return &Error{Status: http.StatusServiceUnavailable, RetryAfter: budget.wait,
 				Reason: "too many webhook bodies are being received at once: retry later"}
 		}
-		defer release()
-	}
-	mac := hmac.New(sha256.New, secret)
-	chunks, err := readChunks(io.TeeReader(r.Body, mac), int(limit))
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +136,28 @@ func Receive(r *http.Request, secret []byte, budget *Budget) (*Delivery, error) 
 		return nil, err
 	}
 	return d, nil
+}
+
+// bodyDeadline gives the connection w answers on the deadline of a body
+// announcing the given length, and returns what pushes it back by each time
+// the body waited for room in the budget: a sender is held to the pace of
+// its own bytes, not to the bot's waits. Without w, or a connection that
+// takes no deadline (a test's recorder), it does nothing.
+func bodyDeadline(w http.ResponseWriter, budget *Budget, announced int64) (pushBack func(waited time.Duration)) {
+	if w == nil || budget == nil {
+		return func(time.Duration) {}
+	}
+	rc := http.NewResponseController(w)
+	deadline := time.Now().Add(budget.pace.bodyTime(announced))
+	if rc.SetReadDeadline(deadline) != nil {
+		return func(time.Duration) {}
+	}
+	return func(d time.Duration) {
+		if d > 0 {
+			deadline = deadline.Add(d)
+			_ = rc.SetReadDeadline(deadline)
+		}
+	}
 }
 
 // isGUID reports whether id has the shape of X-GitHub-Delivery:
@@ -174,16 +200,34 @@ func parseSignature(h http.Header) ([]byte, error) {
 	return mac, nil
 }
 
-// readChunks reads all of r if it holds at most limit bytes. It reads in
-// chunks that grow with what actually arrives, so a sender who announces a
-// big body and sends little costs little, and stops at limit+1 bytes
-// without joining them, so an oversize body costs about limit bytes at
-// most, and a body whose signature fails is never copied.
-func readChunks(r io.Reader, limit int) ([][]byte, error) {
+// readChunks reads all of r if it holds at most limit bytes (and no more
+// than announced, when it is not -1: net/http hands over no more). Before
+// each chunk is made, take is asked for its bytes, and its error ends the
+// read. Chunks grow with what actually arrives, from 4 KiB to 64 KiB, and
+// never past what was announced, so a sender who announces a big body and
+// sends little costs little, and what the body holds is never more than
+// it sent and one chunk besides. It stops at limit+1 bytes without joining
+// them, so an oversize body costs about limit bytes at most, and a body
+// whose signature fails is never copied.
+func readChunks(r io.Reader, limit int, announced int64, take func(n int) error) ([][]byte, error) {
 	var chunks [][]byte
-	total, size := 0, 4<<10
+	total, size := 0, firstChunk
 	for {
-		size = min(size, limit+1-total)
+		want := limit + 1 - total
+		if announced >= 0 {
+			if int64(total) == announced {
+				return chunks, nil
+			}
+			want = min(want, int(announced)-total)
+		}
+		size = min(size, want)
+		// The byte past the limit, read only to tell the body is too
+		// big, is not charged: the budget holds bodies up to the limit.
+		if charge := min(size, limit-total); charge > 0 {
+			if err := take(charge); err != nil {
+				return nil, err
+			}
+		}
 		buf := make([]byte, size)
 		n, err := io.ReadFull(r, buf)
 		chunks = append(chunks, buf[:n])
@@ -200,11 +244,21 @@ func readChunks(r io.Reader, limit int) ([][]byte, error) {
 			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 				return nil, refuse(http.StatusRequestEntityTooLarge, "the body is too large")
 			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, refuse(http.StatusRequestTimeout, "the body did not arrive in time: a delivery is sent at once")
+			}
 			return nil, refuse(http.StatusBadRequest, "reading the body: %v", err)
 		}
-		size = min(2*size, 1<<20)
+		size = min(2*size, maxChunk)
 	}
 }
+
+// The chunks a body is read in: small at first, as GitHub's deliveries
+// are, and never so big that one chunk costs much beyond what has come.
+const (
+	firstChunk = 4 << 10
+	maxChunk   = 64 << 10
+)
 
 func join(chunks [][]byte) []byte {
 	if len(chunks) == 1 {

@@ -172,7 +172,7 @@ func TestReceive(t *testing.T) {
 			for k, v := range tt.req.headers {
 				r.Header.Set(k, v)
 			}
-			d, err := Receive(r, []byte(secret), nil)
+			d, err := Receive(nil, r, []byte(secret), nil)
 			if tt.status == 0 {
 				if err != nil {
 					t.Fatalf("Receive: %v", err)
@@ -241,7 +241,7 @@ func TestReceiveOversize(t *testing.T) {
 
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := Receive(r, []byte(testSecret), nil)
+			_, err := Receive(nil, r, []byte(testSecret), nil)
 			runtime.ReadMemStats(&after)
 
 			if e, ok := errors.AsType[*Error](err); !ok || e.Status != http.StatusRequestEntityTooLarge {
@@ -270,23 +270,37 @@ func TestReadChunks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		in := bytes.Repeat([]byte("0123456789abcdef"), tt.size/16+1)[:tt.size]
-		chunks, err := readChunks(bytes.NewReader(in), limit)
-		got := join(chunks)
-		if tt.tooLong {
-			if e, ok := errors.AsType[*Error](err); !ok || e.Status != http.StatusRequestEntityTooLarge {
-				t.Errorf("size %d: err = %v, want 413", tt.size, err)
+		// Unannounced, and announced as net/http hands over a body of a
+		// Content-Length: no more than that.
+		for _, announced := range []int64{-1, int64(tt.size)} {
+			if announced > limit {
+				continue // refused before reading
 			}
-			continue
-		}
-		if err != nil || !bytes.Equal(got, in) {
-			t.Errorf("size %d: got %d bytes, %v; want the %d bytes back", tt.size, len(got), err, len(in))
+			var taken int
+			chunks, err := readChunks(io.LimitReader(bytes.NewReader(in), max(announced, int64(tt.size))), limit, announced, func(n int) error {
+				taken += n
+				return nil
+			})
+			got := join(chunks)
+			if tt.tooLong {
+				if e, ok := errors.AsType[*Error](err); !ok || e.Status != http.StatusRequestEntityTooLarge {
+					t.Errorf("size %d: err = %v, want 413", tt.size, err)
+				}
+				continue
+			}
+			if err != nil || !bytes.Equal(got, in) {
+				t.Errorf("size %d, announced %d: got %d bytes, %v; want the %d bytes back", tt.size, announced, len(got), err, len(in))
+			}
+			if taken < len(in) || (announced >= 0 && taken != len(in)) {
+				t.Errorf("size %d, announced %d: took %d bytes of the budget, want at least the body, and exactly it when announced", tt.size, announced, taken)
+			}
 		}
 	}
 }
 
 func TestReadLimitedOuterMaxBytesReader(t *testing.T) {
 	body := http.MaxBytesReader(nil, io.NopCloser(&zeros{}), 100)
-	_, err := readChunks(body, MaxBody)
+	_, err := readChunks(body, MaxBody, -1, func(int) error { return nil })
 	if e, ok := errors.AsType[*Error](err); !ok || e.Status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("err = %v, want 413", err)
 	}

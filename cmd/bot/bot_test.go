@@ -138,6 +138,12 @@ func (w *world) start() *botProc {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
+	return w.startAt(addr)
+}
+
+// startAt starts a bot process listening at addr, as start does.
+func (w *world) startAt(addr string) *botProc {
+	w.t.Helper()
 	b := &botProc{url: "http://" + addr, logs: &testenv.LogBuffer{}}
 	b.proc = exec.Command(botBinary(w.t))
 	b.proc.Env = append(append([]string(nil), w.env...), "KUSIONPR_LISTEN="+addr)

@@ -75,10 +75,11 @@ func run(getenv func(string) string, stderr *os.File) int {
 		return 2
 	}
 	// Headers must come fast, and be small (GitHub's are a few hundred
-	// bytes; net/http would take a megabyte from anyone). The whole request
-	// must be in within 20 s: GitHub gives up on an answer after 10, and a
-	// body still arriving holds part of the bot's budget for unverified
-	// bodies (KUSIONPR_MAX_UNVERIFIED_BYTES).
+	// bytes; net/http would take a megabyte from anyone). A webhook body
+	// has a deadline of its own, seconds for GitHub's (webhook.Receive),
+	// as a body still arriving holds part of the bot's budget for
+	// unverified bodies (KUSIONPR_MAX_UNVERIFIED_BYTES); no request may
+	// take more than 20 s in all.
 	srv := &http.Server{Addr: cfg.Listen, Handler: b.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 20 * time.Second,
 		MaxHeaderBytes: 64 << 10}
 
@@ -112,11 +113,19 @@ func run(getenv func(string) string, stderr *os.File) int {
 	}
 	log.Info("listening", "addr", ln.Addr().String())
 	go func() {
+		// Deliveries GitHub could not make while no bot listened are
+		// asked for again; merges whose apply a crash or a drain lost
+		// (their deliveries were taken) are found in the releases.
+		asked, _, err := b.Redeliver(ctx)
+		if err != nil {
+			log.Error("redelivery pass at start failed", "error", err)
+		}
 		n, err := b.Recover(ctx)
 		if err != nil {
 			log.Error("recovery of lost applies failed", "error", err)
 		}
-		log.Info("recovery queued the merges whose apply may be missing", "queued", n, "window", cfg.RecoverWindow.String())
+		log.Info("recovery queued the merges whose apply may be missing", "queued", n, "redeliveries", asked, "window", cfg.RecoverWindow.String())
+		b.ScheduleRedelivery(ctx)
 	}()
 	// Scans only read: stopping cuts one short, and its lease lapses.
 	go b.ScheduleDrift(ctx)

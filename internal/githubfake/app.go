@@ -30,6 +30,9 @@ var appOnly = map[string]bool{
 	"apps/get-repo-installation":            true,
 	"apps/get-org-installation":             true,
 	"apps/get-user-installation":            true,
+	"apps/list-webhook-deliveries":          true,
+	"apps/get-webhook-delivery":             true,
+	"apps/redeliver-webhook-delivery":       true,
 }
 
 // SetAppKey makes the fake check App authentication as GitHub does: the

@@ -78,6 +78,10 @@ func handler(opID string) func(*Server, *request) response {
 		return (*Server).installation
 	case "apps/list-installations":
 		return (*Server).listInstallations
+	case "apps/list-webhook-deliveries":
+		return (*Server).listHookDeliveries
+	case "apps/redeliver-webhook-delivery":
+		return (*Server).redeliverHookDelivery
 	case "actions/create-workflow-dispatch":
 		return (*Server).dispatch
 	case "actions/list-workflow-runs":

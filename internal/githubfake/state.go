@@ -53,6 +53,10 @@ type state struct {
 	repoIDs      map[string]int64    // by repo key: GitHub's id, when a test set one
 	tokenInstall map[string]int64    // installation token -> its installation
 	tokenScope   map[string][]string // installation token -> the repository names it was limited to
+
+	// The App's webhook, and its delivery log, oldest first.
+	hookURL, hookSecret string
+	hooks               []hookAttempt
 }
 
 type pull struct {
