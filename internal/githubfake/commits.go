@@ -146,8 +146,8 @@ func (s *Server) getCommit(rq *request) response {
 }
 
 // getRef answers a branch's reference: the commit SetBranch pointed it at,
-// else, for the base branch of a pull request, the base commit the pull
-// request shows; no other branch exists.
+// else, for the default branch or the base branch of a pull request, the
+// base commit GitHub's example pull request shows; no other branch exists.
 func (s *Server) getRef(rq *request) response {
 	ref := rq.params["ref"]
 	branch, ok := strings.CutPrefix(ref, "heads/")
@@ -156,12 +156,13 @@ func (s *Server) getRef(rq *request) response {
 	}
 	sha, ok := s.st.branches[rq.repo+"@"+branch]
 	if !ok {
+		exists := branch == s.defaultBranch()
 		for key, p := range s.st.pulls {
-			if strings.HasPrefix(key, rq.repo+"#") && p.base == branch {
-				base, _ := s.template("pulls/get", "200")["base"].(map[string]any)
-				sha, ok = str(base["sha"]), true
-				break
-			}
+			exists = exists || strings.HasPrefix(key, rq.repo+"#") && p.base == branch
+		}
+		if exists {
+			base, _ := s.template("pulls/get", "200")["base"].(map[string]any)
+			sha, ok = str(base["sha"]), true
 		}
 	}
 	if !ok {
