@@ -105,6 +105,8 @@ func TestPolicyJudgesThePullRequest(t *testing.T) {
 			t.Errorf("the comment lacks %q: %+v", want, w.gh.Comments(w.owner, w.repo, number))
 		}
 	}
+	// The overview's check run sums the stacks up once each has reported.
+	w.waitFor("the overview's check run", func() bool { return w.stackCheck("kusion/preview", head).Status == "completed" })
 	if o := w.stackCheck("kusion/preview", head); o.Conclusion != "failure" {
 		t.Errorf("kusion/preview: %s %q", o.Conclusion, o.Title)
 	}
