@@ -189,7 +189,19 @@ const Schemes = "file, s3, gs, azblob, oss or mem"
 // no store answers to.
 func checkScheme(rawURL string, u *url.URL) error {
 	switch u.Scheme {
-	case "file", "s3", "gs", "azblob", "oss", "mem":
+	case "file":
+		// file://.kusion-demo names a host, not a folder: fileblob would
+		// open the current folder's root. Only an absolute path says
+		// which folder without depending on where the command runs.
+		if (u.Host != "" && u.Host != "localhost") || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+			rel := u.Opaque
+			if rel == "" {
+				rel = strings.TrimPrefix(u.Host+u.Path, "/")
+			}
+			return fmt.Errorf("open backend %q: a folder store needs an absolute path, so that every command opens the same folder wherever it runs: write %s", rawURL, folderURL(rel))
+		}
+		return nil
+	case "s3", "gs", "azblob", "oss", "mem":
 		return nil
 	case "":
 		if u.Host == "" && u.Path != "" {
@@ -212,6 +224,17 @@ func folderURL(p string) string {
 		p = abs
 	}
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
+}
+
+// Location names the store rawURL opens, for people: its scheme, bucket
+// or folder and path, never its query (which may carry an endpoint with
+// credentials in it).
+func Location(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "a store whose URL does not parse"
+	}
+	return location(u)
 }
 
 // location names a store in messages: scheme and bucket, never the query

@@ -140,3 +140,34 @@ func TestSchemeErrors(t *testing.T) {
 		t.Error("a folder was created for a bare path")
 	}
 }
+
+// TestRelativeFolderRefused: a file:// URL whose folder is relative
+// (file://.kusion-demo names a host, file://./x and file:x a path from
+// wherever the command runs) is refused with the absolute form to write,
+// and nothing is created, where it would otherwise open another folder.
+func TestRelativeFolderRefused(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, tc := range []struct{ url, want string }{
+		{"file://.kusion-demo", "write file://" + filepath.ToSlash(filepath.Join(dir, ".kusion-demo"))},
+		{"file://./releases", "write file://" + filepath.ToSlash(filepath.Join(dir, "releases"))},
+		{"file:releases", "write file://" + filepath.ToSlash(filepath.Join(dir, "releases"))},
+		{"file://server/share", "write file://" + filepath.ToSlash(filepath.Join(dir, "server/share"))},
+	} {
+		_, err := Open(context.Background(), tc.url)
+		if err == nil || !strings.Contains(err.Error(), "a folder store needs an absolute path") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want a refusal saying %q", tc.url, err, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused URL created %v", entries)
+	}
+	s, err := Open(context.Background(), "file://"+filepath.ToSlash(filepath.Join(dir, "ok")))
+	if err != nil {
+		t.Fatalf("an absolute folder: %v", err)
+	}
+	s.Close()
+	if got := Location("s3://bucket/x?endpoint=https://key:secret@host"); got != "s3://bucket/x" {
+		t.Errorf("Location shows %q", got)
+	}
+}

@@ -94,30 +94,36 @@ func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts 
 		return nil, fmt.Errorf("%s %s: read latest release: %w", op.verb, st.Stack, err)
 	}
 	var early *Preview
+	// The plan is made before the stack is taken: one that cannot be made
+	// (a cluster out of reach, an object its dry run refuses) changes
+	// nothing, so it records nothing. A failed release there would tell
+	// drift scans and the next apply that something may be half applied.
+	// While another run holds the stack the plan waits for the slot, which
+	// says who holds it at once; a plan made under it that fails records
+	// the failure, as something may have been changed since.
+	held := latest != nil && !latest.Phase.Ended()
 	// A running or failed latest release is not settled whatever the
 	// objects say: the run goes on to take the stack (and be told who
 	// holds it) or to record a release that ends well.
 	mayBeUnchanged := opts.SkipUnchanged && (latest == nil || latest.Phase == model.PhaseSucceeded)
-	if opts.Check != nil || mayBeUnchanged {
+	if opts.Check != nil || !held {
 		p, err := e.preview(ctx, st, latest)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", op.verb, st.Stack, err)
+		}
+		if err := p.Err(); err != nil {
+			return &Result{Preview: p}, fmt.Errorf("%s %s: preview failed, nothing changed: %w", op.verb, st.Stack, err)
+		}
 		if opts.Check != nil {
-			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", op.verb, st.Stack, err)
-			}
-			if err := p.Err(); err != nil {
-				return &Result{Preview: p}, fmt.Errorf("%s %s: preview failed, nothing changed: %w", op.verb, st.Stack, err)
-			}
 			if err := opts.Check(ctx, p); err != nil {
 				return &Result{Preview: p}, &RefusedError{Err: err}
 			}
 		}
-		if err == nil && mayBeUnchanged && p.Settled() {
+		if mayBeUnchanged && p.Settled() {
 			e.logger().Info(op.verb+": nothing to change; no release written", "project", st.Project, "workspace", st.Workspace, "stack", st.Stack)
 			return &Result{Preview: p, Unchanged: true}, nil
 		}
-		if err == nil {
-			early = p
-		}
+		early = p
 	}
 
 	ctx, err = op.begin(ctx, latest)

@@ -28,3 +28,5 @@ printf '\nThe README'"'"'s "Using it" commands reach this cluster once your shel
 # When PATH had no kubectl, the cluster's build made one; this line finds it.
 bash hack/testenv.sh env | sed -n 's/^export PATH=/  export PATH=/p'
 printf '  export KUBECONFIG=%s\n' "$KUBECONFIG"
+# The commands' default store is $KUSION_HOME's folder: the demo's, then.
+printf '  export KUSION_HOME=%s\n' "$PWD/.kusion-demo"

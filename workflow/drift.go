@@ -108,6 +108,8 @@ type DriftScan struct {
 	Match []string
 	// MaxParallel bounds the stacks scanned at once (default 4).
 	MaxParallel int
+	// Store names, once Run opened it, the release store it read.
+	Store string
 }
 
 // Run scans the stacks, in folder order. An error is returned only when
@@ -135,11 +137,12 @@ func (s *DriftScan) Run(ctx context.Context) ([]*StackDrift, error) {
 		}
 		dirs = slices.DeleteFunc(dirs, func(d string) bool { return !matchAny(globs, filepath.ToSlash(d)) })
 	}
-	store, _, err := s.Runner.openStore(ctx, s.Options)
+	store, where, err := s.Runner.openStore(ctx, s.Options)
 	if err != nil {
 		return nil, fmt.Errorf("drift scan: open the release store: %w", err)
 	}
 	defer store.Close()
+	s.Store = where
 	owned := backend.Owned{Store: store, Run: runRepository(s.Options)}
 
 	out := make([]*StackDrift, len(dirs))

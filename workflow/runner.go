@@ -338,7 +338,7 @@ func OpenStore(ctx context.Context, opts Options) (store *backend.Store, where s
 	switch {
 	case opts.Backend != "":
 		store, err = backend.Open(ctx, opts.Backend)
-		where = opts.Backend
+		where = backend.Location(opts.Backend)
 	default:
 		cfgFile, folder := backend.KusionConfigFile(), backend.DefaultURL()
 		if opts.KusionHome != "" {
@@ -352,8 +352,8 @@ func OpenStore(ctx context.Context, opts Options) (store *backend.Store, where s
 			store, err = backend.OpenConfig(ctx, cfg)
 			where = "the Kusion configuration's " + cfg.Type + " backend"
 		} else {
-			where = folder
-			store, err = backend.Open(ctx, where)
+			store, err = backend.Open(ctx, folder)
+			where = backend.Location(folder)
 		}
 	}
 	if err != nil {

@@ -120,6 +120,7 @@ func driftCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(err.Error()))
 		return exitScanFailed
 	}
+	fmt.Fprintf(stderr, "Release store: %s\n", scan.Store)
 	if err := workflow.WriteDrift(stdout, format, stacks, nil); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return exitScanFailed

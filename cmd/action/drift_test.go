@@ -398,3 +398,48 @@ func TestDriftOfTerraformResources(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreachableApplyRecordsNothing: an apply whose cluster is out of
+// reach changes nothing and writes no release (it says so, naming the
+// store it read), so a drift scan afterwards still compares the stack
+// with its last release instead of skipping it as partly applied.
+func TestUnreachableApplyRecordsNothing(t *testing.T) {
+	kc := testenv.Kubeconfig(t)
+	r := newDriftRepo(t, kc)
+	backendURL := "file://" + r.store
+	if code, _, stderr := r.action("apply", "--stack", "apps/shop/prod", "--backend", backendURL, "--yes", "--no-watch"); code != 0 {
+		t.Fatalf("apply exited %d\n%s", code, stderr)
+	}
+	r.writeConfigMapStack("shop", "v2")
+	stored := r.storeDigest()
+
+	// A kubeconfig whose server nothing listens on.
+	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+	write(t, unreachable, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n")
+	cmd := exec.Command(actionBinary(t), "apply", "--stack", "apps/shop/prod", "--backend", backendURL, "--yes")
+	cmd.Dir, cmd.Env = r.root, append(os.Environ(), "KUBECONFIG="+unreachable)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the apply against no cluster passed:\n%s", out)
+	}
+	for _, want := range []string{"preview failed, nothing changed", "Nothing was changed; no release written.", "Release store: " + backendURL} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the apply does not say %q:\n%s", want, out)
+		}
+	}
+	if got := r.storeDigest(); got != stored {
+		t.Errorf("the failed apply changed the store:\n%s\nwas\n%s", got, stored)
+	}
+
+	code, stdout, stderr := r.action("drift", "--stack", "apps/shop/prod", "--backend", backendURL, "-o", "json")
+	var s scanJSON
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil || len(s.Stacks) != 1 {
+		t.Fatalf("drift exited %d: %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	if st := s.Stacks[0].Status; st != "spec-not-applied" {
+		t.Errorf("the stack scans as %s after the failed apply, want spec-not-applied (compared, with the change pending)\n%s", st, stdout)
+	}
+	if !strings.Contains(stderr, "Release store: "+backendURL) {
+		t.Errorf("drift does not name its store:\n%s", stderr)
+	}
+}

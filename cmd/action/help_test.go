@@ -80,7 +80,7 @@ func TestBadFlag(t *testing.T) {
 
 // TestApplyFailureErrorsOnce: an apply that fails (here: no cluster to
 // read, KUBECONFIG names a missing file) writes each error line once,
-// with the release it recorded, and exits 1.
+// says it changed nothing and wrote no release, and exits 1.
 func TestApplyFailureErrorsOnce(t *testing.T) {
 	dir := t.TempDir()
 	copyTree(t, "../../examples/quickstart", filepath.Join(dir, "quickstart"))
@@ -108,12 +108,15 @@ func TestApplyFailureErrorsOnce(t *testing.T) {
 	}
 	// The preview on stdout lists the resources with their errors; stderr
 	// counts them (TestFailedPreviewErrorsOnce checks each shows once).
-	for _, w := range []string{"error: apply dev: preview failed, nothing changed: 5 of 5 resources could not be previewed (listed above)", "Release 1 of quickstart/default (stack dev): failed"} {
+	for _, w := range []string{"error: apply dev: preview failed, nothing changed: 5 of 5 resources could not be previewed (listed above)", "Nothing was changed; no release written.", "Release store: " + store} {
 		if !strings.Contains(stderr.String(), w) {
 			t.Errorf("stderr does not say %q:\n%s", w, stderr.String())
 		}
 	}
 	if !strings.Contains(stdout.String(), "nonexistent, which does not exist") {
 		t.Errorf("stdout does not say where the kubeconfig was looked for:\n%s", stdout.String())
+	}
+	if written, _ := filepath.Glob(filepath.Join(dir, "releases", "releases", "*", "*", "*.yaml")); len(written) != 0 {
+		t.Errorf("the failed apply wrote releases %v", written)
 	}
 }

@@ -280,8 +280,13 @@ func newFlags(stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// printRun writes the preview (if there is one) and the error of a run.
+// printRun writes the preview (if there is one) and the error of a run,
+// and names the release store the run read, so that no one compares with
+// one history and applies to another.
 func printRun(stdout, stderr io.Writer, r *report.Renderer, f report.Format, run *workflow.StackResult) int {
+	if run.Store != "" {
+		fmt.Fprintf(stderr, "Release store: %s\n", run.Store)
+	}
 	code, rendered := 0, false
 	if run.Preview != nil {
 		if err := r.Render(stdout, f, run.Preview, run.Err); err != nil {
@@ -352,9 +357,14 @@ func printRelease(stderr io.Writer, cmd workflow.Command, run *workflow.StackRes
 	if run.Unchanged && run.Preview != nil {
 		fmt.Fprintln(stderr, unchangedLine(cmd, run.Preview))
 	}
-	if rel := run.Release; rel != nil {
+	switch rel := run.Release; {
+	case rel != nil:
 		fmt.Fprintf(stderr, "Release %d of %s/%s (stack %s): %s, saved in %s under releases/%s/%s/%d.yaml\n",
 			rel.Revision, rel.Project, rel.Workspace, rel.Stack, rel.Phase, run.Store, rel.Project, rel.Workspace, rel.Revision)
+	case run.Err != nil && !run.Unchanged:
+		// The stack was never taken: nothing changed, and no release
+		// says otherwise to the next run or a drift scan.
+		fmt.Fprintln(stderr, "Nothing was changed; no release written.")
 	}
 	if run.Err == nil {
 		return 0
