@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kusionpr/kusionpr/backend"
+	"github.com/kusionpr/kusionpr/model"
 )
 
 // runBinary runs the built action binary outside GitHub Actions and
@@ -118,5 +122,26 @@ func TestApplyFailureErrorsOnce(t *testing.T) {
 	}
 	if written, _ := filepath.Glob(filepath.Join(dir, "releases", "releases", "*", "*", "*.yaml")); len(written) != 0 {
 		t.Errorf("the failed apply wrote releases %v", written)
+	}
+}
+
+// TestUnlockNamesTheStore: unlock ends the running release of the stack's
+// project and workspace, naming the store it is in, as every command
+// names the store it used.
+func TestUnlockNamesTheStore(t *testing.T) {
+	dir := t.TempDir()
+	copyTree(t, "../../examples/quickstart", filepath.Join(dir, "quickstart"))
+	store := "file://" + filepath.ToSlash(filepath.Join(dir, "releases"))
+	s, err := backend.Open(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Begin(context.Background(), &model.Release{Project: "quickstart", Workspace: "default", Stack: "dev", Phase: model.PhaseApplying}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	stdout, stderr, code := runIn(t, actionBinary(t), dir, "unlock", "--stack", filepath.Join(dir, "quickstart", "dev"), "--backend", store, "--reason", "its runner died")
+	if code != 0 || !strings.Contains(stdout, "Release 1 of quickstart/default in "+store+" is now failed") {
+		t.Errorf("unlock exited %d:\n%s%s", code, stdout, stderr)
 	}
 }

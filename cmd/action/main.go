@@ -413,13 +413,20 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.Host != "" {
 		who += "@" + o.Host
 	}
-	runner := &workflow.Runner{OpenStore: workflow.OpenStore}
+	// The store is named with the release it ended, as every command names
+	// the store it used.
+	var where string
+	runner := &workflow.Runner{OpenStore: func(ctx context.Context, opts workflow.Options) (*backend.Store, string, error) {
+		s, w, err := workflow.OpenStore(ctx, opts)
+		where = w
+		return s, w, err
+	}}
 	rel, err := runner.Unlock(ctx, *stack, workflow.Options{Workspace: *workspace, Backend: *backendURL, CheckoutRoot: repositoryRoot(*stack)}, who, *reason)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "Release %d of %s/%s is now %s: %s\n", rel.Revision, rel.Project, rel.Workspace, rel.Phase, rel.Message)
+	fmt.Fprintf(stdout, "Release %d of %s/%s in %s is now %s: %s\n", rel.Revision, rel.Project, rel.Workspace, where, rel.Phase, rel.Message)
 	return 0
 }
 
