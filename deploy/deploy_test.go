@@ -205,7 +205,7 @@ func documents(t *testing.T, file string) []document {
 		text := strings.Join(buf, "\n") + "\n"
 		var obj map[string]any
 		if err := yaml.Unmarshal([]byte(text), &obj); err != nil {
-			t.Errorf("%s:%d: %v", file, start, err)
+			t.Errorf("%s:%d: %v", rel(file), start, err)
 		} else if obj != nil {
 			out = append(out, document{line: start, text: text, obj: obj})
 		}
@@ -222,6 +222,16 @@ func documents(t *testing.T, file string) []document {
 	return out
 }
 
+// pages are what a platform team reads: the README and docs/.
+func pages(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{"../README.md"}, docs...)
+}
+
 // lines reads a file as its lines, without their newlines.
 func lines(t *testing.T, file string) []string {
 	t.Helper()
@@ -232,8 +242,15 @@ func lines(t *testing.T, file string) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
-// rel is how a failure names a file: from the repository's root.
-func rel(file string) string { return strings.TrimPrefix(filepath.ToSlash(file), "../") }
+// rel is how a failure names a file (a path from this folder): from the
+// repository's root.
+func rel(file string) string {
+	f := filepath.ToSlash(file)
+	if up, ok := strings.CutPrefix(f, "../"); ok {
+		return up
+	}
+	return "deploy/" + f
+}
 
 // walk calls fn with every map under v and the key it is under (a list's
 // items are under the list's key).
@@ -272,7 +289,7 @@ func TestManifestsParse(t *testing.T) {
 	for _, f := range manifestFiles(t) {
 		docs := documents(t, f)
 		if len(docs) == 0 {
-			t.Errorf("%s holds nothing", f)
+			t.Errorf("%s holds nothing", rel(f))
 		}
 		for _, d := range docs {
 			md, _ := d.obj["metadata"].(map[string]any)
@@ -280,10 +297,10 @@ func TestManifestsParse(t *testing.T) {
 			case d.obj["kind"] == nil && len(docs) == 1:
 				spec, _ := d.obj["spec"].(map[string]any)
 				if _, ok := spec["template"].(map[string]any); !ok {
-					t.Errorf("%s:%d: a patch without spec.template", f, d.line)
+					t.Errorf("%s:%d: a patch without spec.template", rel(f), d.line)
 				}
 			case d.obj["apiVersion"] == nil || d.obj["kind"] == nil || md["name"] == nil:
-				t.Errorf("%s:%d: an object needs apiVersion, kind and metadata.name", f, d.line)
+				t.Errorf("%s:%d: an object needs apiVersion, kind and metadata.name", rel(f), d.line)
 			}
 		}
 	}
@@ -423,7 +440,7 @@ func TestKubernetesVariables(t *testing.T) {
 		for i, l := range lines(t, f) {
 			for _, name := range regexp.MustCompile(`KUSIONPR_[A-Z_]*[A-Z]`).FindAllString(l, -1) {
 				if !known[name] {
-					t.Errorf("%s:%d mentions %s, which bot.LoadConfig does not read", f, i+1, name)
+					t.Errorf("%s:%d mentions %s, which bot.LoadConfig does not read", rel(f), i+1, name)
 				}
 			}
 		}
