@@ -1,11 +1,13 @@
 package deploy_test
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -138,7 +140,11 @@ func TestAppPermissionsDocumented(t *testing.T) {
 			}
 			for n, want := range tc.want {
 				if !seen[n] {
-					t.Errorf("%s: the table lacks %s %s (%s asks for it in %s)", s.at(len(s.lines)), n, want, manifestFile, tc.field)
+					what := n
+					if want != "" {
+						what += " " + want
+					}
+					t.Errorf("%s: the table lacks %s (%s asks for it in %s)", s.at(len(s.lines)), what, manifestFile, tc.field)
 				}
 			}
 		}
@@ -173,15 +179,15 @@ func fences(t *testing.T, file string) []fence {
 
 const examples = "../.github/workflow-examples/"
 
-var exampleLabel = regexp.MustCompile(`^# (\.github/workflow-examples/[\w.-]+\.ya?ml)$`)
+var exampleLabel = regexp.MustCompile(`^# (\.github/workflow-examples/[\w.-]+\.ya?ml)(?: \(lines (\d+)-(\d+)\))?$`)
 
 // TestReadmeWorkflowsAreTheExamples: every workflow the pages show (a YAML
 // block with on: or jobs:) opens with a comment naming its example file,
-// and is that file, or a run of its lines, exactly: a trigger, permission
-// or variable the README leaves out of the example it shows fails here,
-// naming both lines. A block of steps (a variation, such as another
-// store's credentials) may stand alone; labelled, it is held to its file
-// too.
+// and is that file whole, exactly, or the lines of it the label names
+// ("# .github/workflow-examples/NAME.yml (lines 5-24)"): a trigger,
+// permission or variable the README leaves out of the example it shows
+// fails here, naming both lines. A block of steps (a variation, such as
+// another store's credentials) may stand alone.
 func TestReadmeWorkflowsAreTheExamples(t *testing.T) {
 	shown := map[string]bool{}
 	for _, f := range pages(t) {
@@ -205,8 +211,22 @@ func TestReadmeWorkflowsAreTheExamples(t *testing.T) {
 				continue
 			}
 			shown[label[1]] = true
-			if err := excerpt(b.lines[1:], lines(t, "../"+label[1])); err != nil {
-				t.Errorf("%s: not %s as it is: %v", where, label[1], err)
+			file := lines(t, "../"+label[1])
+			first, last := 1, len(file)
+			if label[2] != "" {
+				first, _ = strconv.Atoi(label[2])
+				last, _ = strconv.Atoi(label[3])
+				if first < 1 || last > len(file) || first > last {
+					t.Errorf("%s: %s has lines 1-%d, not %d-%d", where, label[1], len(file), first, last)
+					continue
+				}
+			}
+			if err := same(b.lines[1:], file, first, last); err != nil {
+				shownAs := "as it is"
+				if label[2] != "" {
+					shownAs = fmt.Sprintf("lines %d-%d", first, last)
+				}
+				t.Errorf("%s: not %s %s: %v", where, label[1], shownAs, err)
 			}
 		}
 	}
@@ -223,33 +243,20 @@ func TestReadmeWorkflowsAreTheExamples(t *testing.T) {
 	}
 }
 
-// excerpt says how got differs from the run of file's lines that starts
-// with got's first line, the longest such run when several do.
-func excerpt(got, file []string) error {
-	if len(got) == 0 {
-		return fmt.Errorf("the block shows nothing after its label")
-	}
-	best, bestLen := -1, -1
-	for start := range file {
-		n := 0
-		for n < len(got) && start+n < len(file) && got[n] == file[start+n] {
-			n++
-		}
-		if n == len(got) {
-			return nil
-		}
-		if n > bestLen {
-			best, bestLen = start, n
+// same says where got differs from the lines first to last of file.
+func same(got, file []string, first, last int) error {
+	want := file[first-1 : last]
+	for i := 0; i < len(got) || i < len(want); i++ {
+		switch {
+		case i >= len(want):
+			return fmt.Errorf("block line %d, %q, is past line %d, the last shown", i+2, got[i], last)
+		case i >= len(got):
+			return fmt.Errorf("the block ends before line %d, %q", first+i, want[i])
+		case got[i] != want[i]:
+			return fmt.Errorf("block line %d is %q, the file's line %d %q", i+2, got[i], first+i, want[i])
 		}
 	}
-	if bestLen == 0 {
-		return fmt.Errorf("its first line %q is no line of the file", got[0])
-	}
-	i := bestLen
-	if best+i >= len(file) {
-		return fmt.Errorf("block line %d, %q, is past the file's end (line %d)", i+2, got[i], len(file))
-	}
-	return fmt.Errorf("block line %d is %q, the file's line %d %q", i+2, got[i], best+i+1, file[best+i])
+	return nil
 }
 
 var (
@@ -310,9 +317,13 @@ func TestSecretsDocumented(t *testing.T) {
 	refs := secretsRead(t)
 	for _, r := range refs {
 		read[r.secret] = true
-		for _, want := range append([]string{r.secret}, r.key) {
+		what := "the Secret " + r.secret
+		if r.key != "" {
+			what += " key " + r.key
+		}
+		for _, want := range []string{r.secret, r.key} {
 			if want != "" && !text[want] {
-				t.Errorf("%s reads the Secret %s (key %q), which the list of secrets (%s) does not name", r.at, r.secret, r.key, where)
+				t.Errorf("%s reads %s, which the list of secrets (%s) does not name (no %s)", r.at, what, where, want)
 			}
 		}
 	}
@@ -354,13 +365,23 @@ func secretsRead(t *testing.T) []secretRead {
 	t.Helper()
 	var out []secretRead
 	for _, f := range manifestFiles(t) {
+		text := lines(t, f)
 		for _, d := range documents(t, f) {
 			if d.obj["kind"] == "Secret" {
 				continue // made by the manifest itself
 			}
 			walk(d.obj, func(key string, v map[string]any) {
-				at := fmt.Sprintf("%s:%d", rel(f), d.line)
 				str := func(k string) string { s, _ := v[k].(string); return s }
+				// The line naming it, in this document.
+				n := d.line
+				for i := d.line - 1; i < len(text); i++ {
+					l := text[i]
+					if name := cmp.Or(str("name"), str("secretName")); name != "" && strings.Contains(l, name) && strings.Contains(l, str("key")) && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+						n = i + 1
+						break
+					}
+				}
+				at := fmt.Sprintf("%s:%d", rel(f), n)
 				switch key {
 				case "secretKeyRef":
 					out = append(out, secretRead{at, str("name"), str("key")})
