@@ -2,8 +2,10 @@ package deploy_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -20,30 +22,42 @@ const (
 	manifestFile = "github-app-manifest.json"
 	botFile      = "kubernetes/bot.yaml"
 	jobsFile     = "kubernetes/jobs.yaml"
+	ingressFile  = "kubernetes/ingress.yaml"
+	filesPatch   = "kubernetes/bot-files.yaml"
+	accessFile   = "kubernetes/cluster-access.yaml"
 	namespace    = "kusionpr"
 )
 
-// TestAppManifest checks the GitHub App manifest asks for the events the bot
-// handles and the permissions its API calls need.
-func TestAppManifest(t *testing.T) {
+// appManifestFields is github-app-manifest.json as the checks read it.
+type appManifestFields struct {
+	Name           string `json:"name"`
+	URL            string `json:"url"`
+	HookAttributes struct {
+		URL    string `json:"url"`
+		Active *bool  `json:"active"`
+	} `json:"hook_attributes"`
+	Public      *bool             `json:"public"`
+	Permissions map[string]string `json:"default_permissions"`
+	Events      []string          `json:"default_events"`
+}
+
+func appManifest(t *testing.T) appManifestFields {
+	t.Helper()
 	b, err := os.ReadFile(manifestFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m struct {
-		Name           string `json:"name"`
-		URL            string `json:"url"`
-		HookAttributes struct {
-			URL    string `json:"url"`
-			Active *bool  `json:"active"`
-		} `json:"hook_attributes"`
-		Public      *bool             `json:"public"`
-		Permissions map[string]string `json:"default_permissions"`
-		Events      []string          `json:"default_events"`
-	}
+	var m appManifestFields
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("%s: %v", manifestFile, err)
 	}
+	return m
+}
+
+// TestAppManifest checks the GitHub App manifest asks for the events the bot
+// handles and the permissions its API calls need.
+func TestAppManifest(t *testing.T) {
+	m := appManifest(t)
 	if m.Name == "" || m.URL == "" {
 		t.Errorf("%s: name and url are required", manifestFile)
 	}
@@ -82,48 +96,213 @@ func TestAppManifest(t *testing.T) {
 	}
 }
 
+// kubectl runs kubectl on the test cluster as its administrator, with stdin
+// as its standard input.
+func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", testenv.Kubeconfig(t)}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// ensureNamespace makes the namespace ns unless it exists, and removes it
+// when the test ends if it made it: a dry run cannot make a namespace for
+// the objects in it.
+func ensureNamespace(t *testing.T, ns string) {
+	t.Helper()
+	phase, err := kubectl(t, "", "get", "namespace", ns, "-o", "jsonpath={.status.phase}")
+	if err == nil && phase == "Terminating" {
+		// Left by an earlier run: wait until it is gone.
+		if out, err := kubectl(t, "", "wait", "--for=delete", "namespace/"+ns, "--timeout=120s"); err != nil {
+			t.Fatalf("namespace %s is terminating: %v\n%s", ns, err, out)
+		}
+		err = os.ErrNotExist
+	}
+	if err != nil {
+		out, err := kubectl(t, "", "create", "namespace", ns, "--save-config")
+		switch {
+		case err == nil:
+			t.Cleanup(func() {
+				if out, err := kubectl(t, "", "delete", "namespace", ns, "--ignore-not-found", "--wait=false"); err != nil {
+					t.Logf("delete namespace %s: %v\n%s", ns, err, out)
+				}
+			})
+		case strings.Contains(out, "AlreadyExists"):
+		default:
+			t.Fatalf("create namespace %s: %v\n%s", ns, err, out)
+		}
+	}
+}
+
 // TestKubernetesServerDryRun has a real API server validate every object of
-// bot.yaml (a server-side dry run). The namespace must exist for the
-// namespaced objects; it is created if missing and removed afterwards.
+// bot.yaml, jobs.yaml and ingress.yaml (a server-side dry run), and bot.yaml's
+// Deployment patched with bot-files.yaml as `kubectl patch` patches it. Each
+// file's namespace is made first if missing and removed afterwards.
+// (cluster-access.yaml is applied for real, renamed, by TestClusterAccess.)
 func TestKubernetesServerDryRun(t *testing.T) {
-	kc := testenv.Kubeconfig(t)
-	kubectl := func(args ...string) (string, error) {
-		out, err := exec.Command("kubectl", append([]string{"--kubeconfig", kc}, args...)...).CombinedOutput()
-		return string(out), err
-	}
-	// A dry run cannot make a namespace for the objects in it: each file's
-	// namespace is made first.
-	ensureNamespace := func(ns string) {
-		phase, err := kubectl("get", "namespace", ns, "-o", "jsonpath={.status.phase}")
-		if err == nil && phase == "Terminating" {
-			// Left by an earlier run: wait until it is gone.
-			if out, err := kubectl("wait", "--for=delete", "namespace/"+ns, "--timeout=120s"); err != nil {
-				t.Fatalf("namespace %s is terminating: %v\n%s", ns, err, out)
-			}
-			err = os.ErrNotExist
-		}
-		if err != nil {
-			out, err := kubectl("create", "namespace", ns, "--save-config")
-			switch {
-			case err == nil:
-				t.Cleanup(func() {
-					if out, err := kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=false"); err != nil {
-						t.Logf("delete namespace %s: %v\n%s", ns, err, out)
-					}
-				})
-			case strings.Contains(out, "AlreadyExists"):
-			default:
-				t.Fatalf("create namespace %s: %v\n%s", ns, err, out)
-			}
-		}
-	}
-	for _, f := range []struct{ file, ns string }{{botFile, namespace}, {jobsFile, "kusionpr-runs"}} {
-		ensureNamespace(f.ns)
-		out, err := kubectl("apply", "--dry-run=server", "-f", f.file)
+	for _, f := range []struct{ file, ns string }{{botFile, namespace}, {jobsFile, "kusionpr-runs"}, {ingressFile, namespace}} {
+		ensureNamespace(t, f.ns)
+		out, err := kubectl(t, "", "apply", "--dry-run=server", "-f", f.file)
 		if err != nil {
 			t.Fatalf("kubectl apply --dry-run=server -f %s: %v\n%s", f.file, err, out)
 		}
 		t.Logf("kubectl apply --dry-run=server -f %s:\n%s", f.file, out)
+	}
+
+	var deployment string
+	for _, d := range documents(t, botFile) {
+		if d.obj["kind"] == "Deployment" {
+			deployment = d.text
+		}
+	}
+	local := filepath.Join(t.TempDir(), "deployment.yaml")
+	if err := os.WriteFile(local, []byte(deployment), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	patched, err := kubectl(t, "", "patch", "--local", "-f", local, "--type", "strategic", "--patch-file", filesPatch, "-o", "yaml")
+	if err != nil {
+		t.Fatalf("kubectl patch --local (%s's Deployment) --patch-file %s: %v\n%s", botFile, filesPatch, err, patched)
+	}
+	if out, err := kubectl(t, patched, "apply", "--dry-run=server", "-f", "-"); err != nil {
+		t.Fatalf("%s's Deployment patched with %s: kubectl apply --dry-run=server: %v\n%s\n%s", botFile, filesPatch, err, out, patched)
+	}
+	// The patch keeps the bot's container and mounts the Secret where the
+	// variable says the key is.
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(patched), &obj); err != nil {
+		t.Fatal(err)
+	}
+	var mounts []string
+	var keyPath string
+	walk(obj, func(key string, m map[string]any) {
+		switch {
+		case key == "volumeMounts":
+			mounts = append(mounts, fmt.Sprint(m["mountPath"]))
+		case key == "env" && m["name"] == "GOOGLE_APPLICATION_CREDENTIALS":
+			keyPath = fmt.Sprint(m["value"])
+		}
+	})
+	if keyPath == "" || !slices.ContainsFunc(mounts, func(m string) bool { return strings.HasPrefix(keyPath, m+"/") }) {
+		t.Errorf("%s: GOOGLE_APPLICATION_CREDENTIALS %q lies in no mounted folder (%v)", filesPatch, keyPath, mounts)
+	}
+}
+
+// document is one YAML document of a manifest: where it starts, its text
+// and what it holds.
+type document struct {
+	line int
+	text string
+	obj  map[string]any
+}
+
+// documents splits a manifest at its --- lines and parses each document.
+func documents(t *testing.T, file string) []document {
+	t.Helper()
+	var out []document
+	start, buf := 1, []string{}
+	flush := func(next int) {
+		text := strings.Join(buf, "\n") + "\n"
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(text), &obj); err != nil {
+			t.Errorf("%s:%d: %v", rel(file), start, err)
+		} else if obj != nil {
+			out = append(out, document{line: start, text: text, obj: obj})
+		}
+		start, buf = next, nil
+	}
+	for i, l := range lines(t, file) {
+		if strings.TrimRight(l, " \t") == "---" {
+			flush(i + 2)
+			continue
+		}
+		buf = append(buf, l)
+	}
+	flush(0)
+	return out
+}
+
+// pages are what a platform team reads: the README and docs/.
+func pages(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{"../README.md"}, docs...)
+}
+
+// lines reads a file as its lines, without their newlines.
+func lines(t *testing.T, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// rel is how a failure names a file (a path from this folder): from the
+// repository's root.
+func rel(file string) string {
+	f := filepath.ToSlash(file)
+	if up, ok := strings.CutPrefix(f, "../"); ok {
+		return up
+	}
+	return "deploy/" + f
+}
+
+// walk calls fn with every map under v and the key it is under (a list's
+// items are under the list's key).
+func walk(v any, fn func(key string, m map[string]any)) {
+	var rec func(key string, v any)
+	rec = func(key string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			fn(key, v)
+			for k, c := range v {
+				rec(k, c)
+			}
+		case []any:
+			for _, c := range v {
+				rec(key, c)
+			}
+		}
+	}
+	rec("", v)
+}
+
+// manifestFiles are the Kubernetes manifests of deploy/.
+func manifestFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("kubernetes/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no kubernetes/*.yaml: %v", err)
+	}
+	return files
+}
+
+// TestManifestsParse: every document of every manifest parses and is an
+// object (apiVersion, kind, metadata.name), or, in a patch (a file of no
+// kind), a Deployment's spec.template; under a plain go test too.
+func TestManifestsParse(t *testing.T) {
+	for _, f := range manifestFiles(t) {
+		docs := documents(t, f)
+		if len(docs) == 0 {
+			t.Errorf("%s holds nothing", rel(f))
+		}
+		for _, d := range docs {
+			md, _ := d.obj["metadata"].(map[string]any)
+			switch {
+			case d.obj["kind"] == nil && len(docs) == 1:
+				spec, _ := d.obj["spec"].(map[string]any)
+				if _, ok := spec["template"].(map[string]any); !ok {
+					t.Errorf("%s:%d: a patch without spec.template", rel(f), d.line)
+				}
+			case d.obj["apiVersion"] == nil || d.obj["kind"] == nil || md["name"] == nil:
+				t.Errorf("%s:%d: an object needs apiVersion, kind and metadata.name", rel(f), d.line)
+			}
+		}
 	}
 }
 
@@ -255,11 +434,15 @@ func TestKubernetesVariables(t *testing.T) {
 			t.Errorf("%s: %s sets %s, which bot.LoadConfig does not read", botFile, set[name], name)
 		}
 	}
-	// Comments too: a setting someone uncomments must be right.
-	b, _ := os.ReadFile(botFile)
-	for _, name := range regexp.MustCompile(`KUSIONPR_[A-Z_]*[A-Z]`).FindAllString(string(b), -1) {
-		if !known[name] {
-			t.Errorf("%s mentions %s, which bot.LoadConfig does not read", botFile, name)
+	// Comments too, in every manifest: a setting someone uncomments or
+	// copies must be right.
+	for _, f := range manifestFiles(t) {
+		for i, l := range lines(t, f) {
+			for _, name := range regexp.MustCompile(`KUSIONPR_[A-Z_]*[A-Z]`).FindAllString(l, -1) {
+				if !known[name] {
+					t.Errorf("%s:%d mentions %s, which bot.LoadConfig does not read", rel(f), i+1, name)
+				}
+			}
 		}
 	}
 

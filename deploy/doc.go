@@ -1,6 +1,9 @@
-// Package deploy holds no code: it is the folder of what deploys the bot,
-// the GitHub App manifest (github-app-manifest.json) and the Kubernetes
-// manifests (kubernetes/bot.yaml), and of the tests that check them against
-// GitHub's manifest format, a real API server and the settings bot.LoadConfig
-// reads.
+// Package deploy holds no code: it is the folder of what deploys the bot and
+// reaches the clusters, the GitHub App manifest (github-app-manifest.json)
+// and the Kubernetes manifests (kubernetes/: the bot, its Jobs, its
+// webhook's Ingress, a patch for the files it reads, and the users of the
+// action's and the bot's kubeconfigs), and of the tests that check them
+// against GitHub's manifest format, a real API server, the settings
+// bot.LoadConfig reads and what release.yml pushes, and hold the README and
+// docs/ to them.
 package deploy
