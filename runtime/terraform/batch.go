@@ -528,6 +528,13 @@ func (r *Runtime) planGroup(ctx context.Context, g []*job, m *module) {
 		plan, err = w.plan(ctx, false)
 		return err
 	})
+	if err == nil {
+		ops := make([]*operation, len(g))
+		for i, j := range g {
+			ops[i] = j.op
+		}
+		r.notePlanned(batchFolder(m), ops...)
+	}
 	for _, j := range g {
 		switch {
 		case err == nil:
@@ -576,7 +583,7 @@ func (r *Runtime) applyIn(ctx context.Context, folder string, g []*job, m *modul
 	var diags diagnostics
 	err := r.folders.run(ctx, folder, m.key, m.config, m.state, func(w *workdir) error {
 		var applyErr error
-		if w.planned {
+		if w.planned && r.latestPlanIn(folder, g) {
 			// The preview planned exactly this: apply its plan instead of
 			// planning again. Terraform refuses a plan whose state moved
 			// since; then it is planned again.

@@ -338,6 +338,49 @@ func TestIntegrationBatch(t *testing.T) {
 	}
 }
 
+// TestIntegrationStalePlanNotApplied: a plan another process left in a
+// working folder was made against the world as it was then. A file edited
+// by hand since must be written again by the next apply, which the plan
+// (made while the file was as applied) says nothing about.
+func TestIntegrationStalePlanNotApplied(t *testing.T) {
+	for _, bin := range testenv.TerraformBinaries(t) {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			ctx := context.Background()
+			cache, files := t.TempDir(), t.TempDir()
+			note := filepath.Join(files, "note.txt")
+			res := model.Resource{ID: "hashicorp:local:local_file:note", Type: model.Terraform,
+				Attributes: map[string]any{"filename": note, "content": "as applied\n"},
+				Extensions: map[string]any{"provider": "registry.terraform.io/hashicorp/local/1.4.0"}}
+			// Each process of the action (preview, then apply) has a
+			// runtime of its own over one cache.
+			process := func() *Runtime {
+				rt, err := New(Config{Binary: bin, CacheDir: cache})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rt
+			}
+			prior, err := process().Apply(ctx, nil, res, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A preview: the file is as applied, the plan changes nothing.
+			if got, err := process().Read(ctx, prior, res); err != nil || got == nil {
+				t.Fatalf("read after apply = %v, %v; want the file", got, err)
+			}
+			if err := os.WriteFile(note, []byte("edited by hand\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := process().Apply(ctx, prior, res, false); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(note); string(b) != "as applied\n" {
+				t.Errorf("note.txt = %q after apply, want %q: the apply used the plan a preview left before the edit", b, "as applied\n")
+			}
+		})
+	}
+}
+
 func derefs(list []*model.Resource) []model.Resource {
 	out := make([]model.Resource, len(list))
 	for i, r := range list {

@@ -43,6 +43,14 @@ type Runtime struct {
 	// it in a preview: one plan per resource, not two.
 	plansMu sync.Mutex
 	plans   map[[32]byte]*tfjson.Plan
+	// lastPlanned is the folder of each resource's latest plan made by
+	// this runtime. A plan left in a folder is applied as it is only when
+	// it is that: one made by another process (an earlier preview on the
+	// same runner), or before a newer plan of the resource in another
+	// folder, was made against an older world. Terraform refuses a saved
+	// plan whose state moved, not one whose objects did: a file edited by
+	// hand since was left edited, the apply saying it wrote it.
+	lastPlanned map[string]string
 
 	batches batcher
 }
@@ -55,7 +63,7 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("terraform runtime: %w", err)
 	}
 	f := newFolders(cfg)
-	r := &Runtime{cfg: cfg, folders: f, schemas: newSchemas(f), plans: map[[32]byte]*tfjson.Plan{}}
+	r := &Runtime{cfg: cfg, folders: f, schemas: newSchemas(f), plans: map[[32]byte]*tfjson.Plan{}, lastPlanned: map[string]string{}}
 	if err := r.guard(); err != nil {
 		return nil, fmt.Errorf("terraform runtime: %w", err)
 	}
@@ -373,7 +381,37 @@ func (op *operation) planAlone(ctx context.Context, r *Runtime, importID string)
 		plan, err = w.plan(ctx, false)
 		return err
 	})
+	if err == nil {
+		r.notePlanned(op.res.ID, op)
+	}
 	return plan, err
+}
+
+// notePlanned records folder as where the latest plan of each op's
+// resource is.
+func (r *Runtime) notePlanned(folder string, ops ...*operation) {
+	r.plansMu.Lock()
+	defer r.plansMu.Unlock()
+	if len(r.lastPlanned) > 10000 {
+		// Forgetting only costs a plan again.
+		clear(r.lastPlanned)
+	}
+	for _, op := range ops {
+		r.lastPlanned[op.res.ID] = folder
+	}
+}
+
+// latestPlanIn says whether folder holds the latest plan this runtime made
+// of every resource of g.
+func (r *Runtime) latestPlanIn(folder string, g []*job) bool {
+	r.plansMu.Lock()
+	defer r.plansMu.Unlock()
+	for _, j := range g {
+		if r.lastPlanned[j.op.res.ID] != folder {
+			return false
+		}
+	}
+	return true
 }
 
 // planned is the object a plan would leave.
