@@ -3,9 +3,14 @@ package kubernetes_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -302,3 +307,59 @@ func TestIntegrationSchemaAgreesWithServer(t *testing.T) {
 		t.Errorf("the schema check of a StatefulSet with a nameless container: refused %v (%s)", schema, says)
 	}
 }
+
+// TestIntegrationSchemaFetchedOnce dry-runs a hundred objects of three
+// kinds in a namespace that does not exist, ten at a time, as a preview of
+// a new app's stack does: the schemas come in three requests (the list of
+// documents, then core/v1's and apps/v1's), whatever the number of objects.
+func TestIntegrationSchemaFetchedOnce(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	fetched := map[string]int{}
+	ct := &countingTransport{}
+	rt := newRuntime(t, func(c *kubernetes.Config) {
+		c.WrapTransport = func(next http.RoundTripper) http.RoundTripper {
+			ct.next = roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if strings.HasPrefix(req.URL.Path, "/openapi/") {
+					mu.Lock()
+					fetched[req.URL.Path]++
+					mu.Unlock()
+				}
+				return next.RoundTrip(req)
+			})
+			return ct
+		}
+	})
+	ns := "kpr-nons-" + suffix()
+	objs := make([]model.Resource, 0, 99)
+	for i := range 33 {
+		name := fmt.Sprintf("app-%02d", i)
+		objs = append(objs, configMap(ns, name, map[string]any{"a": "b"}), deployment(ns, name, 1, nil),
+			res("v1:Service:"+ns+":"+name, map[string]any{"apiVersion": "v1", "kind": "Service",
+				"metadata": map[string]any{"name": name, "namespace": ns},
+				"spec":     map[string]any{"selector": map[string]any{"app": name}, "ports": []any{map[string]any{"port": 80}}}}))
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 10)
+	for _, r := range objs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var u engine.Unplannable
+			if _, err := rt.Apply(context.Background(), nil, r, true); !errors.As(err, &u) {
+				t.Errorf("dry run of %s: %v, want an error awaiting the namespace", r.ID, err)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("99 dry runs in a namespace that does not exist: %v, %d requests in all; OpenAPI: %v", time.Since(start).Round(time.Millisecond), ct.total.Load(), fetched)
+	want := map[string]int{"/openapi/v3": 1, "/openapi/v3/api/v1": 1, "/openapi/v3/apis/apps/v1": 1}
+	if !maps.Equal(fetched, want) {
+		t.Errorf("OpenAPI requests %v, want %v", fetched, want)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
