@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -50,6 +51,10 @@ type Step struct {
 	Replace []string `json:"replace,omitempty"`
 	// Error explains why this resource could not be previewed.
 	Error string `json:"error,omitempty"`
+	// NotChecked says what of a resource being created no dry run could
+	// check, as what it needs is created by the same apply first (see
+	// Unplannable); To is then the spec as it is.
+	NotChecked string `json:"notChecked,omitempty"`
 
 	// fingerprint identifies the resolved spec this step planned
 	// (appliedFingerprint); an apply records it with the object.
@@ -201,14 +206,14 @@ func (e *Engine) preview(ctx context.Context, st Stack, prior *model.Release) (*
 		priorRes, priorSpecRes := ix.priorResource(id), ix.priorSpecResource(id)
 		mu.Lock()
 		resolved, unknown := resolveReferences(desired, ix.refs, func(ref string) *model.Resource { return live[ref] })
-		depCreated := false
+		var created model.Resources
 		for _, dep := range ix.graph.Dependencies(id) {
 			if s := steps[dep]; s != nil && s.Action == Create {
-				depCreated = true
+				created = append(created, ix.desired[ix.desiredIdx[dep]])
 			}
 		}
 		mu.Unlock()
-		step, cur, planned, err := e.previewResource(ctx, priorRes, priorSpecRes, desired, resolved, unknown, depCreated)
+		step, cur, planned, err := e.previewResource(ctx, priorRes, priorSpecRes, desired, resolved, unknown, created)
 		mu.Lock()
 		steps[id] = step
 		// What refers to a resource being updated sees its planned values
@@ -324,9 +329,10 @@ func (e *Engine) previewDeletion(ctx context.Context, r model.Resource, priorRev
 }
 
 // previewResource reads the live object, asks the runtime what an apply would
-// make of it, and classifies the difference. It returns the live and the
-// planned object for resolving later references.
-func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Resource, desired, resolved model.Resource, unknown bool, depCreated bool) (*Step, *model.Resource, *model.Resource, error) {
+// make of it, and classifies the difference. created are its dependencies
+// the apply creates. It returns the live and the planned object for
+// resolving later references.
+func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Resource, desired, resolved model.Resource, unknown bool, created model.Resources) (*Step, *model.Resource, *model.Resource, error) {
 	step := &Step{ID: desired.ID}
 	fail := func(err error) (*Step, *model.Resource, *model.Resource, error) {
 		return failed(desired.ID, err.Error()), nil, nil, err
@@ -364,10 +370,13 @@ func (e *Engine) previewResource(ctx context.Context, prior, priorSpec *model.Re
 		planned, err = rt.Apply(ctx, prior, resolved, true)
 		if err != nil {
 			// An object whose namespace or definition is created by this same
-			// apply cannot be dry-run yet; what it will be is what the spec says.
-			if cur != nil || !depCreated {
+			// apply cannot be dry-run yet; what it will be is what the spec
+			// says, as far as the runtime could check it.
+			var u Unplannable
+			if cur != nil || !errors.As(err, &u) || !slices.ContainsFunc(created, u.Awaits) {
 				return fail(err)
 			}
+			step.NotChecked = u.NotChecked()
 			planned = nil
 		}
 	}

@@ -68,7 +68,7 @@ func Built(rt Runtime) Driver {
 // Beyond Capabilities, a built runtime may answer two more calls, found by
 // its method set as io.Copy finds an io.WriterTo: Prefetcher and
 // SensitivePather. They are calls made on the runtime, not promises read
-// before it exists.
+// before it exists. Its errors may say more, too: Unplannable.
 
 // Prefetcher is implemented by runtimes that read many objects faster at
 // once than one by one (Kubernetes: one LIST per namespace and kind instead
@@ -84,4 +84,23 @@ type Prefetcher interface {
 // including the views of resources that could not be previewed.
 type SensitivePather interface {
 	SensitivePaths(ctx context.Context, r model.Resource) ([]string, error)
+}
+
+// Unplannable is implemented by the error of a dry run the system could not
+// make because something the same apply may create first does not exist
+// yet (a Kubernetes object's namespace, or the definition of its kind),
+// once the runtime has checked what it could without it. A preview shows
+// such a resource as the spec has it, with what was not checked, when a
+// dependency it Awaits is being created; any other error of a dry run, or
+// this one with nothing it awaits being created, fails the resource's
+// preview: a preview passes nothing it has not checked.
+type Unplannable interface {
+	error
+	// Awaits reports whether r, which the same apply creates, is what the
+	// dry run lacked.
+	Awaits(r model.Resource) bool
+	// NotChecked says, for people, what is left to the apply; it follows
+	// a count of resources ("3 resources in a namespace this apply
+	// creates: ..."), so it names none.
+	NotChecked() string
 }

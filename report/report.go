@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -82,6 +83,9 @@ type view struct {
 	Drifted []*engine.Step
 	// FailedSteps are the resources that could not be previewed.
 	FailedSteps []*engine.Step
+	// NotChecked counts the resources no dry run could check, by what
+	// was not checked (engine.Step.NotChecked), in the order first met.
+	NotChecked []NotChecked
 	// Errors is the stack's error when no resource carries one.
 	Errors []string
 	Failed bool
@@ -119,6 +123,13 @@ func (v view) AttributesYAML(r *model.Resource) string {
 		v.detail.left -= len(s)
 	}
 	return s
+}
+
+// NotChecked is how many resources share one note of what no dry run
+// checked of them ("in a namespace this apply creates: ...").
+type NotChecked struct {
+	Count int
+	What  string
 }
 
 // PolicyReport is what the policies said of a stack's plan.
@@ -173,6 +184,14 @@ func newView(p *engine.Preview, stackErr error) view {
 		}
 		if len(st.Drift) > 0 {
 			v.Drifted = append(v.Drifted, st)
+		}
+		if st.NotChecked != "" {
+			i := slices.IndexFunc(v.NotChecked, func(n NotChecked) bool { return n.What == st.NotChecked })
+			if i < 0 {
+				i = len(v.NotChecked)
+				v.NotChecked = append(v.NotChecked, NotChecked{What: st.NotChecked})
+			}
+			v.NotChecked[i].Count++
 		}
 	}
 	if stackErr != nil && len(v.FailedSteps) == 0 {

@@ -2,9 +2,10 @@
 // manner of gocloud's drivertest: every runtime runs RunConformance from a
 // test of its own package, with a Harness that makes resources of its kind.
 // The suite checks what engine.Runtime documents, each capability the
-// runtime's engine.Driver declares (Batches, SpecFieldsOnly), and each
+// runtime's engine.Driver declares (Batches, SpecFieldsOnly), each
 // optional call the built runtime answers (engine.Prefetcher,
-// engine.SensitivePather); the test's log says which it does not claim, and
+// engine.SensitivePather), and that a dry run waiting for a dependency says
+// so (engine.Unplannable); the test's log says which it does not claim, and
 // which checks the harness cannot feed.
 //
 // It lives beside the interfaces it checks, not under runtime/: the
@@ -403,10 +404,18 @@ func (s suite) concurrently(t *testing.T, n int, invalid bool) {
 func (s suite) dependent(t *testing.T) {
 	ctx := t.Context()
 	dependency, dependent := s.h.Dependent(t)
-	// Before its dependency exists a dry run of the dependent may fail
-	// (the engine then shows the spec as planned), but names it.
+	// Before its dependency exists a dry run of the dependent may fail,
+	// naming it, with an error that awaits the dependency
+	// (engine.Unplannable): the engine then shows the spec as planned. Any
+	// other error would fail the preview of a stack that creates both.
 	if _, err := s.rt.Apply(ctx, nil, dependent, true); err != nil {
 		names(t, "dry run before the dependency exists", err, dependent.ID)
+		var u engine.Unplannable
+		if !errors.As(err, &u) || !u.Awaits(dependency) {
+			t.Errorf("dry run before the dependency exists: error %q does not await %s (engine.Unplannable)", err, dependency.ID)
+		} else if u.NotChecked() == "" {
+			t.Errorf("dry run before the dependency exists: error %q does not say what was not checked", err)
+		}
 	}
 	first := s.apply(t, nil, dependency)
 	planned, err := s.rt.Apply(ctx, nil, dependent, true)

@@ -10,7 +10,7 @@
 //   - Fence: a fenced code block of its own, for long or multi-line text.
 //   - CommentValue: inside the HTML comment of a hidden marker.
 //   - Plain: a word we expect to be plain (a release phase), as is when it
-//     is, as code otherwise.
+//     is, as code otherwise; Sentence, the same for a sentence of ours.
 //
 // GitHub renders nothing inside code: no HTML, no image, no link, no
 // @-mention (it notifies nobody), no #123 reference, no :emoji:. So values
@@ -163,8 +163,25 @@ func Plain(s string) string {
 	return s
 }
 
+// Sentence returns s as it is when it is a sentence with nothing Markdown
+// or GitHub reads as markup inside a line: ASCII letters, digits, spaces
+// and the punctuation ".,;'()-", and ':' only before a space or at the end
+// (so no :emoji: can form); as Code otherwise.
+func Sentence(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte(" .,;'()-", c) >= 0:
+		case c == ':' && (i == len(s)-1 || s[i+1] == ' '):
+		default:
+			return Code(s)
+		}
+	}
+	return s
+}
+
 // Funcs are the functions above for templates, under the names code,
-// htmlText, fence, commentValue and plain. They take any value and
+// htmlText, fence, commentValue, plain and sentence. They take any value and
 // format it with fmt.Sprint, so typed strings (a phase, an action) need no
 // conversion.
 func Funcs() template.FuncMap {
@@ -174,6 +191,7 @@ func Funcs() template.FuncMap {
 		"fence":        func(info string, v any) string { return Fence(info, fmt.Sprint(v)) },
 		"commentValue": func(v any) string { return CommentValue(fmt.Sprint(v)) },
 		"plain":        func(v any) string { return Plain(fmt.Sprint(v)) },
+		"sentence":     func(v any) string { return Sentence(fmt.Sprint(v)) },
 	}
 }
 

@@ -89,6 +89,23 @@ func TestPlain(t *testing.T) {
 	}
 }
 
+func TestSentence(t *testing.T) {
+	for in, want := range map[string]string{
+		"in a namespace this apply creates: checked against the API server's schema only, not by admission (webhooks, quotas, LimitRanges)": "in a namespace this apply creates: checked against the API server's schema only, not by admission (webhooks, quotas, LimitRanges)",
+		"ends with a colon:": "ends with a colon:",
+		"a :smile: b":        "`a :smile: b`",
+		"a:b":                "`a:b`",
+		"see [x](http:/)":    "`see [x](http:/)`",
+		"@org/team":          "`@org/team`",
+		"<b>x</b>":           "`<b>x</b>`",
+		"_emphasis_ #12":     "`_emphasis_ #12`",
+	} {
+		if got := mdsafe.Sentence(in); got != want {
+			t.Errorf("Sentence(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // FuzzCode: whatever the value, GitHub's Markdown shows Code's span as one
 // code element holding the value (white space folded), and nothing else.
 // Its seeds run in every go test.

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -86,17 +85,7 @@ func (d *discoveryCache) resolve(id string) (target, error) {
 	if err == nil || !meta.IsNoMatchError(err) {
 		return t, err
 	}
-	var gk schema.GroupKind
-	var nm *meta.NoKindMatchError
-	if errors.As(err, &nm) {
-		gk = nm.GroupKind
-	} else {
-		var nr *meta.NoResourceMatchError
-		if errors.As(err, &nr) {
-			gk = schema.GroupKind{Group: nr.PartialResource.Group, Kind: nr.PartialResource.Resource}
-		}
-	}
-	return d.rediscover(id, gk, seen)
+	return d.rediscover(id, noMatchKind(err), seen)
 }
 
 func (d *discoveryCache) rediscover(id string, gk schema.GroupKind, seen uint64) (target, error) {

@@ -41,6 +41,8 @@ type Runtime struct {
 	fetched prefetched
 	// warns holds the Warning events progress lines and timeout errors name.
 	warns warnings
+	// schemas checks the objects a dry run cannot (checkWithoutNamespace).
+	schemas *openAPISchemas
 }
 
 // New connects lazily: no request is made until the first operation.
@@ -67,7 +69,7 @@ func newFromREST(rc *rest.Config, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("kubernetes runtime: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return &Runtime{cfg: cfg, log: cfg.Logger, dynamic: dyn, discovery: newDiscoveryCache(mapper)}, nil
+	return &Runtime{cfg: cfg, log: cfg.Logger, dynamic: dyn, discovery: newDiscoveryCache(mapper), schemas: newOpenAPISchemas(dc.OpenAPIV3())}, nil
 }
 
 func (r *Runtime) client(t target) dynamic.ResourceInterface {
@@ -120,6 +122,10 @@ func (r *Runtime) get(ctx context.Context, id string) (map[string]any, error) {
 // webhooks included) and persists nothing. A dry run whose namespace or kind
 // does not exist yet fails like the apply would: only the engine knows
 // whether the same apply creates them first, or the spec is simply wrong.
+// Such an error says what it awaits (engine.Unplannable); an object whose
+// namespace is missing is first checked against the API server's schema
+// (checkWithoutNamespace), and fails with what is wrong with it, if
+// anything.
 func (r *Runtime) Apply(ctx context.Context, prior *model.Resource, desired model.Resource, dryRun bool) (*model.Resource, error) {
 	verb := "apply"
 	if dryRun {
@@ -135,6 +141,9 @@ func (r *Runtime) Apply(ctx context.Context, prior *model.Resource, desired mode
 func (r *Runtime) apply(ctx context.Context, desired model.Resource, dryRun bool) (map[string]any, error) {
 	t, err := r.discovery.resolve(desired.ID)
 	if err != nil {
+		if dryRun && meta.IsNoMatchError(err) {
+			return nil, kindNotServed(err)
+		}
 		return nil, err
 	}
 	obj, err := applyBody(t, desired.Attributes)
@@ -152,7 +161,11 @@ func (r *Runtime) apply(ctx context.Context, desired model.Resource, dryRun bool
 	start := time.Now()
 	u, err := r.client(t).Patch(ctx, t.id.Name, types.ApplyPatchType, body, opts)
 	if err != nil {
-		return nil, scrubError(err, desired.Attributes)
+		err = scrubError(err, desired.Attributes)
+		if dryRun && namespaceMissing(err, t) {
+			return nil, r.checkWithoutNamespace(t, obj, err)
+		}
+		return nil, err
 	}
 	r.log.Debug("applied", "id", desired.ID, "dryRun", dryRun, "took", time.Since(start))
 	if !dryRun && t.gvk.Group == "apiextensions.k8s.io" && t.gvk.Kind == "CustomResourceDefinition" {
