@@ -45,7 +45,6 @@ go_fuzz() {
   # (go test vets the package under test itself; counted, it says little.)
   PLAN_VETS=''
   step --keep-going "fuzz-$target-build" "${build[@]:0:2}" -x "${build[@]:2}" || true
-  PLAN_COMPILES='' PLAN_VETS=''
   step --show "fuzz-$target" go test -run '^$' -fuzz "^$target\$" -fuzztime "$time" "$pkg"
 }
 

@@ -57,7 +57,7 @@ PKG_LINE='^[A-Za-z0-9._~-]+(/[A-Za-z0-9._~+-]+)*$'
 STEP_EVERY=${STEP_EVERY:-25}
 
 # PLAN_COMPILES and PLAN_VETS: what the next step's go command will compile
-# and vet, as plan found it; empty when unknown.
+# and vet, as plan found it; empty when unknown. That step empties them.
 PLAN_COMPILES=
 PLAN_VETS=
 
@@ -134,6 +134,7 @@ step() {
     fi
   done
   wait "$pid" || rc=$?
+  PLAN_COMPILES='' PLAN_VETS=''
   if [ -n "$show" ]; then tail -c "+$((shown + 1))" "$logf"; fi
   if [ "$rc" -ne 0 ]; then
     if [ -n "$keep" ]; then
@@ -148,7 +149,8 @@ step() {
 
 # plan NAME GO-COMMAND...: run a go command given -n (it prints what it
 # would run and runs nothing) as a step, and set PLAN_COMPILES and PLAN_VETS
-# to the compiles and vet runs it lists, for the next step to count against.
+# to the compiles and vet runs it lists, for the next step (only) to count
+# against.
 # Cached packages are not listed. It downloads the modules the command
 # needs, so the step after it does not.
 plan() {
@@ -179,7 +181,9 @@ cache_lock() {
   need_pkg flock "it keeps two scripts from building into $CACHE at once" util-linux
   mkdir -p "$CACHE"
   exec 9>>"$file"
-  if ! flock -n 9; then
+  # A second's grace: a holder about to let go is not worth a line, and one
+  # that just took it has written who it is by then.
+  if ! flock -w 1 9; then
     log "waiting for the lock on $CACHE, $(lock_holder "$file")"
     until flock -w "$LOCK_EVERY" 9; do
       log "still waiting for the lock on $CACHE after $(since "$t0"), $(lock_holder "$file")"

@@ -113,7 +113,6 @@ build_kubernetes() {
   plan "plan-kubernetes-v$K8S_VERSION" "${gobuild[@]}" -n "${pkgs[@]}"
   log "building ${pkgs[*]#./cmd/} v$K8S_VERSION: $PLAN_COMPILES packages to compile, then ${#pkgs[@]} to link"
   step "build-kubernetes-v$K8S_VERSION" "${gobuild[@]}" -v "${pkgs[@]}"
-  PLAN_COMPILES=
   for c in "${missing[@]}"; do install_into "$BIN" "$out/$c"; done
   [ -n "$kubectl" ] && install_into "$TOOLS" "$out/kubectl"
   rm -rf "$out"
