@@ -3,10 +3,12 @@ package hack
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -75,14 +77,18 @@ echo "npm ${pkgs[*]}" >>"$STUB_LOG"
 `
 
 // stubs writes go, npm, etcd and kubectl stubs into a folder and returns
-// it (etcd and kubectl are only looked for on PATH by a build).
-func stubs(t *testing.T) string {
+// it (etcd and kubectl are only looked for on PATH by a build), or only
+// those named.
+func stubs(t *testing.T, only ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, text := range map[string]string{
 		"go": stubGo, "npm": stubNpm,
 		"etcd": "#!/bin/sh\nexit 0\n", "kubectl": "#!/bin/sh\nexit 1\n",
 	} {
+		if len(only) > 0 && !slices.Contains(only, name) {
+			continue
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +122,8 @@ func start(t *testing.T, env []string, name string, args ...string) *script {
 	t.Helper()
 	s := &script{done: make(chan struct{})}
 	s.cmd = exec.Command("bash", append([]string{name}, args...)...)
-	s.cmd.Env = append(os.Environ(), env...)
+	// (A script run by one holding the lock would not take it.)
+	s.cmd.Env = append(append(os.Environ(), "KUSIONPR_CACHE_LOCKED="), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s, s
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -486,4 +493,172 @@ func TestStepShowsOutputAndFailures(t *testing.T) {
 	if !strings.Contains(out, "x.go:1:2: broken\n") || strings.Contains(out, "a/pkg\n") || !regexp.MustCompile(`t: error: bad failed after 0m0\ds \(exit 3; full output in `).MatchString(out) {
 		t.Errorf("want the error shown, the package line not, and why it stopped:\n%s", out)
 	}
+}
+
+// builtCache is the cache make test built the environment in (as the
+// scripts find it), or "" with the test skipped (failed under
+// KUSIONPR_REQUIRE_TESTENV) when the environment was not built there.
+func builtCache(t *testing.T) string {
+	t.Helper()
+	cache := os.Getenv("KUSIONPR_CACHE")
+	if cache == "" {
+		base := os.Getenv("XDG_CACHE_HOME")
+		if base == "" {
+			base = filepath.Join(os.Getenv("HOME"), ".cache")
+		}
+		cache = filepath.Join(base, "kusionpr")
+	}
+	var missing []string
+	for _, p := range []string{"bin/kube-apiserver", "bin/kube-controller-manager", "bin/kube-scheduler", "bin/kwok", "bin/tofu",
+		"bin/minio", "bin/fake-gcs-server", "azurite/node_modules/.bin/azurite-blob", "octokit/.installed", "terraform-mirror"} {
+		if _, err := os.Stat(filepath.Join(cache, "testenv", p)); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	for _, c := range []string{"etcd", "openssl", "curl", "python3"} {
+		if _, err := exec.LookPath(c); err != nil {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		why := fmt.Sprintf("the test environment is not built in %s (missing %s): hack/testenv.sh build", cache, strings.Join(missing, ", "))
+		if os.Getenv("KUSIONPR_REQUIRE_TESTENV") != "" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	return cache
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// The issue's case, with the real servers: make demo's start-cluster and
+// make test's start begin together from one cache while an etcd that
+// something else started runs. The second waits for the first's lock;
+// both pass and leave one environment, which a later start reuses and stop
+// stops whole; the other etcd runs on throughout. The cache is the test's
+// own, its binaries linked from the one make test built (go and npm are
+// stubs that refuse to build), so the shared environment is not touched.
+func TestDemoAndTestStartTogether(t *testing.T) {
+	built := builtCache(t)
+	cache := t.TempDir()
+	testenv := filepath.Join(cache, "testenv")
+	if err := os.MkdirAll(testenv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"bin", "tools", "terraform-mirror"} {
+		if _, err := os.Stat(filepath.Join(built, "testenv", d)); err != nil {
+			continue
+		}
+		if out, err := exec.Command("cp", "-as", filepath.Join(built, "testenv", d), testenv+"/").CombinedOutput(); err != nil {
+			t.Fatalf("cp -as %s: %v\n%s", d, err, out)
+		}
+	}
+	for _, d := range []string{"azurite", "octokit"} {
+		if err := os.Symlink(filepath.Join(built, "testenv", d), filepath.Join(testenv, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"KUSIONPR_CACHE=" + cache, "KUSIONPR_TESTENV_DIR=", "STUB_REFUSE=1", "PATH=" + stubs(t, "go", "npm") + ":" + os.Getenv("PATH")}
+	t.Cleanup(func() {
+		if out, err := exec.Command("bash", "-c", "export "+strings.Join(env, " ")+"; bash testenv.sh stop").CombinedOutput(); err != nil {
+			t.Errorf("stop: %v\n%s", err, out)
+		}
+	})
+
+	client, peer := freePort(t), freePort(t)
+	outside := exec.Command("etcd", "--name", "outside", "--data-dir", t.TempDir(),
+		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", client), "--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", client),
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer), "--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),
+		"--initial-cluster", fmt.Sprintf("outside=http://127.0.0.1:%d", peer))
+	if err := outside.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { outside.Wait(); close(exited) }()
+	t.Cleanup(func() { outside.Process.Kill(); <-exited })
+
+	demo := start(t, env, "testenv.sh", "start-cluster")
+	test := start(t, env, "testenv.sh", "start")
+	demo.wait(t, 4*time.Minute)
+	test.wait(t, 4*time.Minute)
+	both := demo.output() + "\n---\n" + test.output()
+	if n := strings.Count(both, "testenv: waiting for the lock on "+cache+", held by hack/testenv.sh start"); n != 1 {
+		t.Errorf("%d of the two said they waited for the other's lock, want 1:\n%s", n, both)
+	}
+	if !lockFree(t, cache) {
+		t.Error("the lock is held once both ended: a server inherited it")
+	}
+
+	run := filepath.Join(testenv, "run")
+	pids := readPids(t, run)
+	var names []string
+	for _, p := range pids {
+		names = append(names, p.name)
+		if !alive(p.pid) {
+			t.Errorf("%s (pid %d) is not running", p.name, p.pid)
+		}
+	}
+	if want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "minio", "fake-gcs-server", "azurite"}; !slices.Equal(names, want) {
+		t.Errorf("servers recorded: %q, want one environment: %q", names, want)
+	}
+	if out, err := exec.Command("kubectl", "--kubeconfig", filepath.Join(run, "kubeconfig"), "get", "--raw", "/readyz").CombinedOutput(); err != nil {
+		t.Errorf("the cluster is not ready: %v\n%s", err, out)
+	}
+
+	again := start(t, env, "testenv.sh", "start")
+	again.wait(t, 2*time.Minute)
+	if !strings.Contains(again.output(), "testenv: already running ("+filepath.Join(run, "kubeconfig")+", started from ") {
+		t.Errorf("a later start did not say it reuses the environment:\n%s", again.output())
+	}
+	if now := readPids(t, run); !slices.Equal(now, pids) {
+		t.Errorf("a later start changed the servers: %v, were %v", now, pids)
+	}
+
+	stop := start(t, env, "testenv.sh", "stop")
+	stop.wait(t, time.Minute)
+	for _, p := range pids {
+		if alive(p.pid) {
+			t.Errorf("%s (pid %d) still runs after stop", p.name, p.pid)
+		}
+	}
+	if !alive(outside.Process.Pid) {
+		t.Fatal("the etcd started by something else was stopped")
+	}
+	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", client), 5*time.Second); err != nil {
+		t.Errorf("the etcd started by something else does not answer: %v", err)
+	} else {
+		c.Close()
+	}
+}
+
+type server struct {
+	pid         int
+	start, name string
+}
+
+// readPids reads $RUN/pids: "PID START NAME" lines.
+func readPids(t *testing.T, run string) []server {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(run, "pids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []server
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var s server
+		if _, err := fmt.Sscan(l, &s.pid, &s.start, &s.name); err != nil {
+			t.Fatalf("pids line %q: %v", l, err)
+		}
+		out = append(out, s)
+	}
+	return out
 }
