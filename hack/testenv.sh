@@ -570,9 +570,13 @@ reused() {
   local key='' root='' at=''
   { read -r key root at <"$RUN/started-by"; } 2>/dev/null || true
   log "already running ($KUBECONFIG_OUT${root:+, started from $root at $at})"
-  if [ "$key" != "$(launcher)" ]; then
-    log "note: it was started by a hack/testenv.sh that starts it otherwise than this one ($ROOT); it is kept, as tests may be using it: 'hack/testenv.sh stop' and 'start' to start it as this one does"
+  [ "$key" = "$(launcher)" ] && return
+  if [ -z "$key" ]; then
+    log "note: an earlier hack/testenv.sh started it, and it may start it otherwise than this checkout's ($ROOT)"
+  else
+    log "note: the hack/testenv.sh of $root starts it otherwise than this checkout's ($ROOT)"
   fi
+  log "it is kept, as tests may be using it; 'hack/testenv.sh stop', then 'start', starts it as this checkout does"
 }
 
 # start: the cluster, OpenTofu with its providers, the object stores and
