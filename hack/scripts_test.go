@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
 // The scripts run here against a cache folder of the test's own
@@ -99,23 +101,12 @@ func stubs(t *testing.T, only ...string) string {
 // script is a run of one of the scripts, its output collected as it comes.
 type script struct {
 	cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  bytes.Buffer
+	out  testenv.LogBuffer
 	done chan struct{}
 	err  error
 }
 
-func (s *script) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.Write(p)
-}
-
-func (s *script) output() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.String()
-}
+func (s *script) output() string { return s.out.String() }
 
 // start runs bash NAME ARGS... from this folder with env added to ours.
 func start(t *testing.T, env []string, name string, args ...string) *script {
@@ -124,7 +115,7 @@ func start(t *testing.T, env []string, name string, args ...string) *script {
 	s.cmd = exec.Command("bash", append([]string{name}, args...)...)
 	// (A script run by one holding the lock would not take it.)
 	s.cmd.Env = append(append(os.Environ(), "KUSIONPR_CACHE_LOCKED="), env...)
-	s.cmd.Stdout, s.cmd.Stderr = s, s
+	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -530,16 +521,6 @@ func builtCache(t *testing.T) string {
 	return cache
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // The case, with the real servers: make demo's start-cluster and
 // make test's start begin together from one cache while an etcd that
 // something else started runs. The second waits for the first's lock;
@@ -550,20 +531,20 @@ func freePort(t *testing.T) int {
 func TestDemoAndTestStartTogether(t *testing.T) {
 	built := builtCache(t)
 	cache := t.TempDir()
-	testenv := filepath.Join(cache, "testenv")
-	if err := os.MkdirAll(testenv, 0o755); err != nil {
+	envDir := filepath.Join(cache, "testenv")
+	if err := os.MkdirAll(envDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{"bin", "tools", "terraform-mirror"} {
 		if _, err := os.Stat(filepath.Join(built, "testenv", d)); err != nil {
 			continue
 		}
-		if out, err := exec.Command("cp", "-as", filepath.Join(built, "testenv", d), testenv+"/").CombinedOutput(); err != nil {
+		if out, err := exec.Command("cp", "-as", filepath.Join(built, "testenv", d), envDir+"/").CombinedOutput(); err != nil {
 			t.Fatalf("cp -as %s: %v\n%s", d, err, out)
 		}
 	}
 	for _, d := range []string{"azurite", "octokit"} {
-		if err := os.Symlink(filepath.Join(built, "testenv", d), filepath.Join(testenv, d)); err != nil {
+		if err := os.Symlink(filepath.Join(built, "testenv", d), filepath.Join(envDir, d)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -574,11 +555,10 @@ func TestDemoAndTestStartTogether(t *testing.T) {
 		}
 	})
 
-	client, peer := freePort(t), freePort(t)
+	client, peer := "http://"+testenv.FreeAddr(t), "http://"+testenv.FreeAddr(t)
 	outside := exec.Command("etcd", "--name", "outside", "--data-dir", t.TempDir(),
-		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", client), "--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", client),
-		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer), "--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),
-		"--initial-cluster", fmt.Sprintf("outside=http://127.0.0.1:%d", peer))
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "outside="+peer)
 	if err := outside.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +578,7 @@ func TestDemoAndTestStartTogether(t *testing.T) {
 		t.Error("the lock is held once both ended: a server inherited it")
 	}
 
-	run := filepath.Join(testenv, "run")
+	run := filepath.Join(envDir, "run")
 	pids := readPids(t, run)
 	var names []string
 	for _, p := range pids {
@@ -633,7 +613,7 @@ func TestDemoAndTestStartTogether(t *testing.T) {
 	if !alive(outside.Process.Pid) {
 		t.Fatal("the etcd started by something else was stopped")
 	}
-	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", client), 5*time.Second); err != nil {
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(client, "http://"), 5*time.Second); err != nil {
 		t.Errorf("the etcd started by something else does not answer: %v", err)
 	} else {
 		c.Close()
