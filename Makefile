@@ -8,8 +8,10 @@ TESTENV := hack/testenv.sh
 build:
 	$(GO) build ./...
 
+# go vet with a line at least every 30 s (packages compiled and vetted of
+# the total; see hack/gosteps.sh).
 vet:
-	$(GO) vet ./...
+	bash hack/gosteps.sh vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 # actionlint (pinned, built once into the cache) over every workflow file:
@@ -26,15 +28,19 @@ unit:
 # hack/testsummary shows failures and package lines as they come and ends
 # with `N passed, N failed, N skipped`; it fails the run on any failure and,
 # here, on any skipped test. (Built, not `go run`, which would add its own
-# "exit status 1" after the count line.)
+# "exit status 1" after the count line.) Every long step prints a line at
+# least every 30 s: the fuzz targets' builds and the tests' compile count
+# packages of the total (hack/gosteps.sh), and testsummary says what still
+# runs.
 test: vet lint-workflows
-	$(GO) test -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime 15s ./webhook/
-	$(GO) test -run '^$$' -fuzz '^FuzzUntar$$' -fuzztime 15s ./githubapi/
-	$(GO) test -run '^$$' -fuzz '^FuzzReleaseStoreReader$$' -fuzztime 15s ./backend/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 15s ./chatops/
+	bash hack/gosteps.sh fuzz FuzzReceive ./webhook/ 15s
+	bash hack/gosteps.sh fuzz FuzzUntar ./githubapi/ 15s
+	bash hack/gosteps.sh fuzz FuzzReleaseStoreReader ./backend/ 15s
+	bash hack/gosteps.sh fuzz FuzzParse ./chatops/ 15s
 	bash $(TESTENV) start
 	bash hack/image.sh build
 	$(GO) build -o bin/testsummary ./hack/testsummary
+	bash hack/gosteps.sh compile-tests -race
 	eval "$$(bash $(TESTENV) env)" && eval "$$(bash hack/image.sh env)" && export KUSIONPR_REQUIRE_TESTENV=1 && set -o pipefail && \
 	  $(GO) test -json -race -timeout 30m ./... | bin/testsummary
 

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PREFIX=demo
-LOGS=${KUSIONPR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kusionpr}/testenv/logs
+# The action's build log is this checkout's: another checkout's demo builds its own.
+LOGS=$PWD/.logs
 . hack/steps.sh
 t0=$SECONDS
 bash hack/testenv.sh start-cluster

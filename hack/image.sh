@@ -14,7 +14,9 @@
 # SHA-256 by the same hack/install-terraform.sh that downloads and checks
 # HashiCorp's zip on GitHub. Go modules come from the Go proxy.
 # A build whose inputs (the files of the context, the bases, the Terraform
-# binary) have not changed since the last one is skipped.
+# binary) have not changed since the last one is skipped. "build" holds the
+# cache's lock (hack/steps.sh) while it works, so two builds into $CACHE/image
+# wait for each other.
 #
 #   hack/image.sh build   make the bases if missing, then build the image
 #   hack/image.sh env     print the variables the image test reads
@@ -40,7 +42,8 @@ ROOTFS=$DIR/bookworm-rootfs
 FEED=.image/terraform
 
 PREFIX=image
-# log, die and step (a long command with a progress line every 30 s).
+# log, die, step (a long command with a progress line every 30 s) and
+# cache_lock.
 . "$ROOT/hack/steps.sh"
 
 bh() { TMPDIR=$DIR/tmp buildah --root "$STORE/root" --runroot "$STORE/run" --storage-driver "$DRIVER" "$@"; }
@@ -69,17 +72,24 @@ image_id() { bh inspect --type image --format '{{.FromImageID}}' "$1" 2>/dev/nul
 
 # make_rootfs: Debian bookworm, minbase with what the golang image's build
 # stage uses (CA certificates to reach the Go proxy, curl for Terraform's
-# download), cached.
+# download), cached. Made in a folder beside it and renamed into place when
+# whole.
 make_rootfs() {
   [ -f "$ROOTFS/.done" ] && return
   need_pkg debootstrap "it makes the Go base image's root filesystem" debootstrap
-  rm -rf "$ROOTFS"
+  local tmp
+  tmp=$(mktemp -d "$DIR/.rootfs.XXXXXX")
+  # The root folder of the image: mktemp makes it private.
+  chmod 0755 "$tmp"
   step debootstrap-bookworm debootstrap --variant=minbase --include=ca-certificates,curl,netbase \
-    bookworm "$ROOTFS" "$DEBIAN_MIRROR"
+    bookworm "$tmp" "$DEBIAN_MIRROR"
   # As in Debian's own images: no package lists or downloaded packages, an
   # empty /dev (the runtime mounts its own).
-  rm -rf "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/dev/*
-  touch "$ROOTFS/.done"
+  rm -rf "$tmp"/var/lib/apt/lists/* "$tmp"/var/cache/apt/archives/*.deb "$tmp"/dev/*
+  touch "$tmp/.done"
+  # One left unfinished by a stopped run (the lock is held: none is another's).
+  rm -rf --one-file-system "$ROOTFS"
+  mv "$tmp" "$ROOTFS"
 }
 
 # make_go_base: the stand-in for golang:1.26-bookworm, remade when this
@@ -174,8 +184,11 @@ inputs_key() {
 }
 
 build() {
+  cache_lock "hack/image.sh build"
   need_pkg buildah "it builds and runs the image" buildah
   mkdir -p "$DIR/tmp" "$LOGS"
+  # Left by a run that was stopped (the lock is held: none is another's).
+  rm -rf --one-file-system "$DIR"/.rootfs.*
   pick_driver
   mkdir -p "$STORE"
   make_rootfs

@@ -5,7 +5,8 @@
 # The `run:` scripts are checked by shellcheck, installed from Debian's
 # packages when missing, as GitHub's hosted runners have it: a run here and a
 # run in CI check the same things. actionlint is built once from the Go
-# module proxy at a pinned version and cached under $CACHE/tools.
+# module proxy at a pinned version and cached under $CACHE/tools, holding the
+# cache's lock (hack/steps.sh) while it builds.
 set -euo pipefail
 
 ACTIONLINT_VERSION=1.7.12
@@ -15,10 +16,14 @@ LOGS=$TOOLS/logs
 ACTIONLINT=$TOOLS/actionlint-v$ACTIONLINT_VERSION/actionlint
 
 PREFIX=lint-workflows
-# log, die and step (a long command with a progress line every 30 s).
+# log, die, step (a long command with a progress line every 30 s) and
+# cache_lock.
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 
 need_actionlint() {
+  [ -x "$ACTIONLINT" ] && return
+  cache_lock "hack/lint-workflows.sh (building actionlint)"
+  # Built meanwhile by whoever held the lock.
   [ -x "$ACTIONLINT" ] && return
   command -v go >/dev/null 2>&1 || die "go is missing: actionlint is built from the Go module proxy"
   local dir tmp

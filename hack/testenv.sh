@@ -11,6 +11,18 @@
 # in $CACHE/testenv/logs. kubectl comes from PATH, else it is built with the
 # cluster.
 #
+# $CACHE is $KUSIONPR_CACHE, else ~/.cache/kusionpr. build, start,
+# start-cluster and stop hold the cache's lock (hack/steps.sh) while they
+# work: a second one, from make demo, make test or another checkout using the
+# same cache, waits for it, saying who holds it. Everything is built into a
+# temporary folder beside its place and renamed into it, so a build never
+# removes or half-writes what another made. The servers are stopped by the
+# process ids recorded when they were started, and only while each id is
+# still the process started (its start time is recorded with it): never by
+# name, so an etcd or MinIO that something else runs is never touched.
+# An environment already running from the same cache is reused, whichever
+# checkout started it; "stop" then "start" starts this checkout's.
+#
 #   hack/testenv.sh build           build or reuse the cached binaries
 #   hack/testenv.sh start           build if needed, start everything, write the kubeconfig
 #   hack/testenv.sh start-cluster   the same for the cluster alone (what make demo uses)
@@ -49,19 +61,40 @@ S3_SECRET_KEY=kusionpr-secret
 AZURE_ACCOUNT=devstoreaccount1
 AZURE_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
 
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PREFIX=testenv
-# log, die and step (a long command with a progress line every 30 s).
+# log, die, step (a long command with a progress line every 30 s) and
+# cache_lock.
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 
 need_etcd() {
   if command -v etcd >/dev/null 2>&1; then return; fi
   need_pkg etcd "the test cluster stores its state in it" etcd-server
-  # The package starts a system etcd on 2379; ours runs on its own ports, so stop that one.
-  (systemctl stop etcd 2>/dev/null || service etcd stop 2>/dev/null || pkill -x etcd || true) >/dev/null 2>&1
+  # The package may start a system etcd on 2379; ours runs on its own ports,
+  # so that one is stopped, through its service (never by name: another etcd
+  # on this machine is not ours to stop).
+  (systemctl stop etcd 2>/dev/null || service etcd stop 2>/dev/null || true) >/dev/null 2>&1
+}
+
+# build_dir: a new temporary folder beside what is built ($CACHE/testenv/.build.*),
+# for a build to write into before its result is renamed into place. Those
+# left by a run that was stopped are removed by the next build (clean_builds),
+# which holds the lock, so none is another's.
+build_dir() { mkdir -p "$CACHE/testenv" && mktemp -d "$CACHE/testenv/.build.XXXXXX"; }
+clean_builds() { rm -rf "$CACHE"/testenv/.build.* "$CACHE/testenv/kube-build"; }
+
+# install_into DIR FILE...: move each built FILE into DIR (a rename, so DIR
+# never holds a half-written binary).
+install_into() {
+  local dir=$1 f; shift
+  mkdir -p "$dir"
+  for f in "$@"; do mv -f "$f" "$dir/"; done
 }
 
 # build_kubernetes: the cluster's binaries, and kubectl when PATH has none, in one
-# go build so they share compiled packages and link in parallel.
+# go build so they share compiled packages and link in parallel. How long it
+# takes depends on the machine and its load (8 to 60 minutes have been seen):
+# its progress lines count the packages compiled of those go plans to.
 build_kubernetes() {
   local want=(kube-apiserver kube-controller-manager kube-scheduler) c missing=()
   for c in "${want[@]}"; do [ -x "$BIN/$c" ] || missing+=("$c"); done
@@ -72,16 +105,16 @@ build_kubernetes() {
   if [ ! -f "$src/.prepared" ]; then
     step "download-kubernetes-v$K8S_VERSION" prepare_kubernetes "$src"
   fi
-  local pkgs=() out=$CACHE/testenv/kube-build
+  local pkgs=() out
   for c in "${missing[@]}"; do pkgs+=("./cmd/$c"); done
   [ -n "$kubectl" ] && pkgs+=(./cmd/kubectl)
-  log "building ${pkgs[*]#./cmd/} v$K8S_VERSION (the first time, about 4 minutes on 2 cores)"
-  rm -rf "$out"; mkdir -p "$out"
-  step "build-kubernetes-v$K8S_VERSION" env -C "$src" GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
-    go build -v -trimpath -ldflags "-s -w $(version_ldflags)" -o "$out/" "${pkgs[@]}"
-  mkdir -p "$BIN" "$TOOLS"
-  for c in "${missing[@]}"; do mv "$out/$c" "$BIN/$c"; done
-  [ -n "$kubectl" ] && mv "$out/kubectl" "$TOOLS/kubectl"
+  out=$(build_dir)
+  local gobuild=(env -C "$src" GOSUMDB=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(version_ldflags)" -o "$out/")
+  plan "plan-kubernetes-v$K8S_VERSION" "${gobuild[@]}" -n "${pkgs[@]}"
+  log "building ${pkgs[*]#./cmd/} v$K8S_VERSION: $PLAN_COMPILES packages to compile, then ${#pkgs[@]} to link"
+  step "build-kubernetes-v$K8S_VERSION" "${gobuild[@]}" -v "${pkgs[@]}"
+  for c in "${missing[@]}"; do install_into "$BIN" "$out/$c"; done
+  [ -n "$kubectl" ] && install_into "$TOOLS" "$out/kubectl"
   rm -rf "$out"
 }
 
@@ -103,20 +136,34 @@ prepare_kubernetes() {
   # The checksum database does not know this module; it comes from the proxy all the same.
   dir=$(GOSUMDB=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [ -n "$dir" ] && [ -d "$dir" ] || { echo "could not download k8s.io/kubernetes@v$K8S_VERSION" >&2; return 1; }
-  rm -rf "$src"; mkdir -p "$(dirname "$src")"
-  cp -r "$dir" "$src"; chmod -R u+w "$src"
-  rm -rf "$src/vendor" "$src"/go.work*
+  local tmp
+  tmp=$(build_dir)/kubernetes
+  cp -r "$dir" "$tmp"; chmod -R u+w "$tmp"
+  rm -rf "$tmp/vendor" "$tmp"/go.work*
   sed -i -E \
     -e 's#(k8s\.io/[A-Za-z0-9_.-]+) => \./staging/src/k8s\.io/[A-Za-z0-9_.-]+#\1 => \1 v0.'"${K8S_VERSION#1.}"'#' \
     -e 's#(k8s\.io/[A-Za-z0-9_.-]+) v0\.0\.0$#\1 v0.'"${K8S_VERSION#1.}"'#' \
-    "$src/go.mod"
-  touch "$src/.prepared"
+    "$tmp/go.mod"
+  touch "$tmp/.prepared"
+  # What is in $src was left unprepared by a stopped run (the lock is held).
+  rm -rf "$src"; mkdir -p "$(dirname "$src")"
+  mv "$tmp" "$src"
+  rmdir "$(dirname "$tmp")"
+}
+
+# go_install NAME STEP MODULE@VERSION [GO-FLAGS...]: go install into a
+# temporary folder, then into $BIN.
+go_install() {
+  local name=$1 stepname=$2 module=$3 tmp; shift 3
+  tmp=$(build_dir)
+  step "$stepname" env GOBIN="$tmp" CGO_ENABLED=0 go install -v "$@" "$module"
+  install_into "$BIN" "$tmp/$name"
+  rm -rf "$tmp"
 }
 
 build_kwok() {
   [ -x "$BIN/kwok" ] && return
-  mkdir -p "$BIN"
-  step "build-kwok-v$KWOK_VERSION" env GOBIN="$BIN" CGO_ENABLED=0 go install -v "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
+  go_install kwok "build-kwok-v$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
 }
 
 # mod_dir MODULE@VERSION: download the module from the proxy, print its folder.
@@ -134,10 +181,12 @@ build_tofu() {
   local dir
   log "downloading OpenTofu v$TOFU_VERSION's source"
   dir=$(mod_dir "github.com/opentofu/opentofu@v$TOFU_VERSION") || exit 1
-  mkdir -p "$BIN"
+  local tmp
+  tmp=$(build_dir)
   step "build-opentofu-v$TOFU_VERSION" env -C "$dir" CGO_ENABLED=0 go build -v -trimpath -buildvcs=false \
-    -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$BIN/tofu.tmp" ./cmd/tofu
-  mv "$BIN/tofu.tmp" "$BIN/tofu"
+    -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$tmp/tofu" ./cmd/tofu
+  install_into "$BIN" "$tmp/tofu"
+  rm -rf "$tmp"
 }
 
 # build_provider TYPE VERSION MODULE: put terraform-provider-TYPE into the mirror
@@ -149,20 +198,18 @@ build_provider() {
   platform=$(go env GOOS)_$(go env GOARCH)
   tf=$MIRROR/registry.terraform.io/hashicorp/$type/$version/$platform
   tofu=$MIRROR/registry.opentofu.org/hashicorp/$type/$version/$platform
+  tmp=$(build_dir)
   if [ ! -x "$tf/$file" ]; then
-    mkdir -p "$tf"
-    tmp=$(mktemp -d "$CACHE/testenv/provider.XXXXXX")
     step "build-terraform-provider-$type-v$version" env GOBIN="$tmp" CGO_ENABLED=0 \
       go install -v -trimpath -ldflags "-s -w" "$module@v$version"
-    mv "$tmp/terraform-provider-$type" "$tf/$file.tmp"
-    rm -rf "$tmp"
-    mv "$tf/$file.tmp" "$tf/$file"
+    mv "$tmp/terraform-provider-$type" "$tmp/$file"
+    install_into "$tf" "$tmp/$file"
   fi
   if [ ! -x "$tofu/$file" ]; then
-    mkdir -p "$tofu"
-    cp "$tf/$file" "$tofu/$file.tmp"
-    mv "$tofu/$file.tmp" "$tofu/$file"
+    cp "$tf/$file" "$tmp/$file"
+    install_into "$tofu" "$tmp/$file"
   fi
+  rm -rf "$tmp"
 }
 
 # OpenTofu and the two providers the tests use, offline: a filesystem mirror and a
@@ -172,7 +219,9 @@ build_terraform() {
   build_tofu
   build_provider local "$TF_LOCAL_VERSION" github.com/terraform-providers/terraform-provider-local
   build_provider time "$TF_TIME_VERSION" github.com/hashicorp/terraform-provider-time
-  cat >"$TF_CLI_CONFIG.tmp" <<RC
+  local tmp
+  tmp=$(build_dir)
+  cat >"$tmp/terraformrc" <<RC
 provider_installation {
   filesystem_mirror {
     path    = "$MIRROR"
@@ -183,30 +232,36 @@ provider_installation {
   }
 }
 RC
-  mv "$TF_CLI_CONFIG.tmp" "$TF_CLI_CONFIG"
+  mv "$tmp/terraformrc" "$TF_CLI_CONFIG"
+  rm -rf "$tmp"
 }
 
 build_minio() {
   [ -x "$BIN/minio" ] && return
-  mkdir -p "$BIN"
-  step "build-minio" env GOBIN="$BIN" CGO_ENABLED=0 go install -v -trimpath -ldflags "-s -w" "github.com/minio/minio@v$MINIO_VERSION"
+  go_install minio build-minio "github.com/minio/minio@v$MINIO_VERSION" -trimpath -ldflags "-s -w"
 }
 
 build_fake_gcs() {
   [ -x "$BIN/fake-gcs-server" ] && return
-  mkdir -p "$BIN"
-  step "build-fake-gcs-server-v$FAKE_GCS_VERSION" env GOBIN="$BIN" CGO_ENABLED=0 \
-    go install -v -trimpath -ldflags "-s -w" "github.com/fsouza/fake-gcs-server@v$FAKE_GCS_VERSION"
+  go_install fake-gcs-server "build-fake-gcs-server-v$FAKE_GCS_VERSION" \
+    "github.com/fsouza/fake-gcs-server@v$FAKE_GCS_VERSION" -trimpath -ldflags "-s -w"
+}
+
+# replace_dir DIR NEW: NEW (a finished folder beside DIR) becomes DIR; the
+# old one, set aside by a rename first, is removed after.
+replace_dir() {
+  local old=
+  if [ -e "$1" ] || [ -L "$1" ]; then old=$(build_dir); mv "$1" "$old/"; fi
+  mv "$2" "$1"
+  [ -z "$old" ] || rm -rf "$old"
 }
 
 build_azurite() {
   [ -x "$AZURITE_DIR/node_modules/.bin/azurite-blob" ] && return
   local tmp
-  mkdir -p "$CACHE/testenv"
-  tmp=$(mktemp -d "$CACHE/testenv/azurite.XXXXXX")
+  tmp=$(build_dir)
   step "npm-install-azurite-$AZURITE_VERSION" env -C "$tmp" npm install --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION"
-  rm -rf "$AZURITE_DIR"
-  mv "$tmp" "$AZURITE_DIR"
+  replace_dir "$AZURITE_DIR" "$tmp"
 }
 
 # GitHub's published REST description (with its response examples) and webhook
@@ -217,13 +272,11 @@ build_octokit() {
   local stamp="openapi@$OCTOKIT_OPENAPI_VERSION webhooks-examples@$OCTOKIT_WEBHOOKS_EXAMPLES_VERSION"
   [ "$(cat "$OCTOKIT_DIR/.installed" 2>/dev/null)" = "$stamp" ] && return
   local tmp
-  mkdir -p "$CACHE/testenv"
-  tmp=$(mktemp -d "$CACHE/testenv/octokit.XXXXXX")
+  tmp=$(build_dir)
   step "npm-install-octokit" env -C "$tmp" npm install --no-audit --no-fund --loglevel=error \
     "@octokit/openapi@$OCTOKIT_OPENAPI_VERSION" "@octokit/webhooks-examples@$OCTOKIT_WEBHOOKS_EXAMPLES_VERSION"
   echo "$stamp" >"$tmp/.installed"
-  rm -rf "$OCTOKIT_DIR"
-  mv "$tmp" "$OCTOKIT_DIR"
+  replace_dir "$OCTOKIT_DIR" "$tmp"
 }
 
 # The object stores the backend tests use: S3, GCS and Azure Blob.
@@ -323,6 +376,7 @@ build_rest() {
 # uses every core; running two side by side fills the gaps (module downloads,
 # single-threaded links, npm).
 build() {
+  clean_builds
   # Package installs first: apt-get takes one lock.
   need_tools
   need_npm
@@ -353,7 +407,114 @@ wait_for() { # desc seconds command...
   die "$desc was not ready after ${secs}s (logs in $RUN/*.log)"
 }
 
-running() { [ -f "$RUN/pids" ] && while read -r p; do kill -0 "$p" 2>/dev/null || return 1; done <"$RUN/pids"; }
+# The servers, by the names their lines in $RUN/pids carry.
+CLUSTER=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+STORAGE=(minio fake-gcs-server azurite)
+
+# proc_start PID: when the process started (field 22 of /proc/PID/stat,
+# clock ticks after boot); nothing when there is no such process or it has
+# ended (a zombie).
+proc_start() {
+  # shellcheck disable=SC2046 # the fields, split on spaces
+  set -- $(proc_stat "$1")
+  case "${1:-Z}" in Z | X | x) return 0 ;; esac
+  echo "${20}"
+}
+
+# ours PID [START]: PID is still the process that was started, with that
+# start time. A line of a pids file written before start times were
+# recorded has none: the process then counts as ours only when its command
+# line names this environment's folders.
+ours() {
+  local now
+  now=$(proc_start "$1")
+  [ -n "$now" ] || return 1
+  if [ -n "${2:-}" ]; then [ "$now" = "$2" ]; return; fi
+  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -e "$RUN/" -e "$BIN/" -e "$AZURITE_DIR/"
+}
+
+# daemon NAME COMMAND...: start a server in the background with its output
+# in $RUN/NAME.log, and record it in $RUN/pids as "PID START NAME". It does
+# not inherit the cache's lock (file descriptor 9).
+daemon() {
+  local name=$1
+  shift
+  "$@" >"$RUN/$name.log" 2>&1 9>&- &
+  echo "$! $(proc_start $!) $name" >>"$RUN/pids"
+}
+
+# named NAME WANTED...: NAME is one of WANTED, or WANTED is empty, or NAME
+# is empty (a line without names matches any).
+named() {
+  local name=$1 w
+  shift
+  [ $# -eq 0 ] || [ -z "$name" ] && return 0
+  for w in "$@"; do [ "$w" = "$name" ] && return 0; done
+  return 1
+}
+
+# running NAME...: the recorded servers of those names are all still the
+# processes started, and there is at least one.
+running() {
+  [ -f "$RUN/pids" ] || return 1
+  local pid start name n=0
+  while read -r pid start name; do
+    named "$name" "$@" || continue
+    ours "$pid" "$start" || return 1
+    n=$((n + 1))
+  done <"$RUN/pids"
+  [ "$n" -gt 0 ]
+}
+
+# stop_servers [NAME...]: stop the recorded servers (all, or those named),
+# each only while it is still the process started: TERM, up to 5 s to end
+# (Azurite closes its port and stays), then KILL. Their lines leave
+# $RUN/pids.
+stop_servers() {
+  [ -f "$RUN/pids" ] || return 0
+  local pid start name i left=() kept=()
+  while read -r pid start name; do
+    if named "$name" "$@"; then
+      # Last started, first stopped.
+      if ours "$pid" "$start"; then left=("$pid:$start" "${left[@]}"); fi
+    else
+      kept+=("$pid $start $name")
+    fi
+  done <"$RUN/pids"
+  signal_ours TERM "${left[@]}"
+  for ((i = 0; i < 25 && ${#left[@]} > 0; i++)); do
+    sleep 0.2
+    mapfile -t left < <(still_ours "${left[@]}")
+  done
+  signal_ours KILL "${left[@]}"
+  for ((i = 0; i < 25 && ${#left[@]} > 0; i++)); do
+    sleep 0.2
+    mapfile -t left < <(still_ours "${left[@]}")
+  done
+  if [ ${#kept[@]} -eq 0 ]; then
+    rm -f "$RUN/pids"
+  else
+    printf '%s\n' "${kept[@]}" >"$RUN/pids.new"
+    mv "$RUN/pids.new" "$RUN/pids"
+  fi
+}
+
+# signal_ours SIGNAL PID:START...: send SIGNAL to each that is still ours.
+signal_ours() {
+  local sig=$1 p
+  shift
+  for p in "$@"; do
+    if ours "${p%%:*}" "${p#*:}"; then kill -s "$sig" "${p%%:*}" 2>/dev/null || true; fi
+  done
+}
+
+# still_ours PID:START...: those still running as started.
+still_ours() {
+  local p
+  for p in "$@"; do
+    if ours "${p%%:*}" "${p#*:}"; then echo "$p"; fi
+  done
+}
 
 storage_ready() {
   [ -f "$RUN/s3.port" ] && [ -f "$RUN/gcs.port" ] && [ -f "$RUN/azure.port" ] || return 1
@@ -362,24 +523,23 @@ storage_ready() {
     curl -s -o /dev/null "http://127.0.0.1:$(cat "$RUN/azure.port")/$AZURE_ACCOUNT?comp=list" 2>/dev/null
 }
 
-# start_storage: start MinIO, fake-gcs-server and Azurite with empty stores, add
-# them to $RUN/pids and write their ports to $RUN/{s3,gcs,azure}.port for "env".
+# start_storage: start MinIO, fake-gcs-server and Azurite with empty stores
+# (stopping those recorded before, which did not answer), add them to
+# $RUN/pids and write their ports to $RUN/{s3,gcs,azure}.port for "env".
 # No buckets: the tests make their own.
 start_storage() {
   local p_s3 p_s3console p_gcs p_azure
+  stop_servers "${STORAGE[@]}"
+  rm -f "$RUN/s3.port" "$RUN/gcs.port" "$RUN/azure.port"
   p_s3=$(free_port); p_s3console=$(free_port); p_gcs=$(free_port); p_azure=$(free_port)
   rm -rf "$RUN/minio" "$RUN/azurite"; mkdir -p "$RUN/minio" "$RUN/azurite"
 
-  MINIO_BROWSER=off MINIO_UPDATE=off MINIO_ROOT_USER=$S3_ACCESS_KEY MINIO_ROOT_PASSWORD=$S3_SECRET_KEY \
-    "$BIN/minio" server --quiet --address "127.0.0.1:$p_s3" --console-address "127.0.0.1:$p_s3console" \
-    "$RUN/minio" >"$RUN/minio.log" 2>&1 &
-  echo $! >>"$RUN/pids"
-  "$BIN/fake-gcs-server" -scheme http -host 127.0.0.1 -port "$p_gcs" -backend memory \
-    -external-url "http://127.0.0.1:$p_gcs" -public-host "127.0.0.1:$p_gcs" >"$RUN/fake-gcs-server.log" 2>&1 &
-  echo $! >>"$RUN/pids"
-  "$AZURITE_DIR/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$p_azure" \
-    --location "$RUN/azurite" --skipApiVersionCheck --loose >"$RUN/azurite.log" 2>&1 &
-  echo $! >>"$RUN/pids"
+  daemon minio env MINIO_BROWSER=off MINIO_UPDATE=off MINIO_ROOT_USER=$S3_ACCESS_KEY MINIO_ROOT_PASSWORD=$S3_SECRET_KEY \
+    "$BIN/minio" server --quiet --address "127.0.0.1:$p_s3" --console-address "127.0.0.1:$p_s3console" "$RUN/minio"
+  daemon fake-gcs-server "$BIN/fake-gcs-server" -scheme http -host 127.0.0.1 -port "$p_gcs" -backend memory \
+    -external-url "http://127.0.0.1:$p_gcs" -public-host "127.0.0.1:$p_gcs"
+  daemon azurite "$AZURITE_DIR/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$p_azure" \
+    --location "$RUN/azurite" --skipApiVersionCheck --loose
 
   wait_for minio 60 curl -sf "http://127.0.0.1:$p_s3/minio/health/live"
   wait_for fake-gcs-server 30 curl -sf "http://127.0.0.1:$p_gcs/storage/v1/b"
@@ -394,16 +554,40 @@ node_ready() {
   [ "$(kubectl --kubeconfig "$1" get node kwok-node-0 -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 
-cluster_running() { running && kubectl --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz >/dev/null 2>&1; }
+cluster_running() { running "${CLUSTER[@]}" && kubectl --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz >/dev/null 2>&1; }
+
+# launcher: what starts the environment, as this script does it (how it
+# starts each server, the versions): an environment started by another
+# launcher is told apart when reused.
+launcher() {
+  { declare -f daemon launch_cluster start_storage; echo "$K8S_VERSION $KWOK_VERSION $MINIO_VERSION $FAKE_GCS_VERSION $AZURITE_VERSION"; } |
+    sha256sum | cut -c1-16
+}
+
+# reused: say the environment running is kept, who started it and, when
+# another checkout's script starts it otherwise, how to have this one's.
+reused() {
+  local key='' root='' at=''
+  { read -r key root at <"$RUN/started-by"; } 2>/dev/null || true
+  log "already running ($KUBECONFIG_OUT${root:+, started from $root at $at})"
+  [ "$key" = "$(launcher)" ] && return
+  if [ -z "$key" ]; then
+    log "note: an earlier hack/testenv.sh started it, and it may start it otherwise than this checkout's ($ROOT)"
+  else
+    log "note: the hack/testenv.sh of $root starts it otherwise than this checkout's ($ROOT)"
+  fi
+  log "it is kept, as tests may be using it; 'hack/testenv.sh stop', then 'start', starts it as this checkout does"
+}
 
 # start: the cluster, OpenTofu with its providers, the object stores and
-# GitHub's payloads; what is already running is kept.
+# GitHub's payloads; what is already running from this cache is kept,
+# whichever checkout started it.
 start() {
   if cluster_running; then
     # The cluster may have been started alone (make demo); cached, this takes no time.
     build_rest
     if ! storage_ready; then start_storage; fi
-    log "already running ($KUBECONFIG_OUT)"; return
+    reused; return
   fi
   build
   launch_cluster
@@ -413,7 +597,8 @@ start() {
 
 # start_cluster: the cluster alone, building only what it needs.
 start_cluster() {
-  if cluster_running; then log "already running ($KUBECONFIG_OUT)"; return; fi
+  if cluster_running; then reused; return; fi
+  clean_builds
   build_cluster
   launch_cluster
   log "ready: KUBECONFIG=$KUBECONFIG_OUT"
@@ -422,19 +607,18 @@ start_cluster() {
 # launch_cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
 # and kwok with one node, from the built binaries, in a fresh $RUN.
 launch_cluster() {
-  stop >/dev/null 2>&1 || true
+  stop
   rm -rf "$RUN"; mkdir -p "$RUN/certs"
   local p_etcd p_peer p_api p_kcm p_sched p_kwok
   p_etcd=$(free_port); p_peer=$(free_port); p_api=$(free_port); p_kcm=$(free_port); p_sched=$(free_port); p_kwok=$(free_port)
   openssl genrsa -out "$RUN/sa.key" 2048 2>/dev/null
   echo "admintoken,admin,admin,system:masters" >"$RUN/tokens.csv"
   : >"$RUN/pids"
+  echo "$(launcher) $ROOT $(date '+%Y-%m-%dT%H:%M:%S')" >"$RUN/started-by"
 
-  etcd --name testenv --data-dir "$RUN/etcd" --listen-client-urls "http://127.0.0.1:$p_etcd" \
+  daemon etcd etcd --name testenv --data-dir "$RUN/etcd" --listen-client-urls "http://127.0.0.1:$p_etcd" \
     --advertise-client-urls "http://127.0.0.1:$p_etcd" --listen-peer-urls "http://127.0.0.1:$p_peer" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$p_peer" --initial-cluster "testenv=http://127.0.0.1:$p_peer" \
-    >"$RUN/etcd.log" 2>&1 &
-  echo $! >>"$RUN/pids"
+    --initial-advertise-peer-urls "http://127.0.0.1:$p_peer" --initial-cluster "testenv=http://127.0.0.1:$p_peer"
 
   # The Service range holds 65,534 addresses, as a real cluster's does: the
   # benchmarks create hundreds of Services at once. It stays clear of kwok's
@@ -444,14 +628,13 @@ launch_cluster() {
   # requests (etcd >= 3.4.31); Debian's 3.4.23 refuses, so such watches (kwok's
   # pod watch among them) fail and events arrive only at the next relist, about
   # a minute late: pods took ~60 s to be deleted, Deployments ~20 s to be Available.
-  "$BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$p_etcd" --bind-address=127.0.0.1 \
+  daemon kube-apiserver "$BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$p_etcd" --bind-address=127.0.0.1 \
     --advertise-address=127.0.0.1 --secure-port="$p_api" --cert-dir="$RUN/certs" \
     --service-account-issuer="https://127.0.0.1:$p_api" --service-account-key-file="$RUN/sa.key" \
     --service-account-signing-key-file="$RUN/sa.key" --service-cluster-ip-range=10.96.0.0/16 \
     --authorization-mode=RBAC --token-auth-file="$RUN/tokens.csv" --allow-privileged=true \
     --endpoint-reconciler-type=none \
-    --feature-gates=WatchList=false >"$RUN/kube-apiserver.log" 2>&1 &
-  echo $! >>"$RUN/pids"
+    --feature-gates=WatchList=false
 
   cat >"$KUBECONFIG_OUT" <<KC
 apiVersion: v1
@@ -475,20 +658,17 @@ KC
   local K=$KUBECONFIG_OUT
   wait_for kube-apiserver 90 kubectl --kubeconfig "$K" get --raw /readyz
 
-  "$BIN/kube-controller-manager" --kubeconfig="$K" --authentication-kubeconfig="$K" \
+  daemon kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig="$K" --authentication-kubeconfig="$K" \
     --authorization-kubeconfig="$K" --leader-elect=false --bind-address=127.0.0.1 \
     --secure-port="$p_kcm" --service-account-private-key-file="$RUN/sa.key" \
     --use-service-account-credentials=false \
-    --controllers='*,-nodeipam,-nodelifecycle' >"$RUN/kube-controller-manager.log" 2>&1 &
-  echo $! >>"$RUN/pids"
-  "$BIN/kube-scheduler" --kubeconfig="$K" --authentication-kubeconfig="$K" \
+    --controllers='*,-nodeipam,-nodelifecycle'
+  daemon kube-scheduler "$BIN/kube-scheduler" --kubeconfig="$K" --authentication-kubeconfig="$K" \
     --authorization-kubeconfig="$K" --leader-elect=false --bind-address=127.0.0.1 \
-    --secure-port="$p_sched" >"$RUN/kube-scheduler.log" 2>&1 &
-  echo $! >>"$RUN/pids"
-  "$BIN/kwok" --kubeconfig="$K" --manage-all-nodes=false \
+    --secure-port="$p_sched"
+  daemon kwok "$BIN/kwok" --kubeconfig="$K" --manage-all-nodes=false \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --cidr=10.0.0.1/24 --node-ip=10.0.0.1 --server-address="127.0.0.1:$p_kwok" >"$RUN/kwok.log" 2>&1 &
-  echo $! >>"$RUN/pids"
+    --cidr=10.0.0.1/24 --node-ip=10.0.0.1 --server-address="127.0.0.1:$p_kwok"
 
   kubectl --kubeconfig "$K" apply -f - >/dev/null <<'NODE'
 apiVersion: v1
@@ -517,21 +697,18 @@ NODE
   wait_for "default service account" 60 kubectl --kubeconfig "$K" get serviceaccount default -n default
 }
 
+# stop: every server "start" recorded, by its pid, while it is still the
+# process started.
 stop() {
-  if [ -f "$RUN/pids" ]; then
-    tac "$RUN/pids" | while read -r p; do kill "$p" 2>/dev/null || true; done
-    sleep 1
-    tac "$RUN/pids" | while read -r p; do kill -9 "$p" 2>/dev/null || true; done
-    rm -f "$RUN/pids"
-  fi
+  stop_servers
   rm -f "$RUN/s3.port" "$RUN/gcs.port" "$RUN/azure.port"
 }
 
 case "${1:-}" in
-  build) build ;;
-  start) start ;;
-  start-cluster) start_cluster ;;
-  stop) stop ;;
+  build) cache_lock "hack/testenv.sh build"; build ;;
+  start) cache_lock "hack/testenv.sh start"; start ;;
+  start-cluster) cache_lock "hack/testenv.sh start-cluster"; start_cluster ;;
+  stop) cache_lock "hack/testenv.sh stop"; stop ;;
   env) print_env ;;
   *) echo "usage: $0 build|start|start-cluster|stop|env" >&2; exit 2 ;;
 esac

@@ -8,7 +8,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -99,7 +98,7 @@ func TestBotRunsFromTheImage(t *testing.T) {
 	const appID = 4242
 	gh.SetAppKey(appID, &key.PublicKey)
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 
 	ctr := b.container(t)
 	args := []string{"run", "--isolation", "chroot", "--user", fmt.Sprintf("%d:%d", dep.user, dep.group)}
@@ -154,15 +153,4 @@ func TestBotRunsFromTheImage(t *testing.T) {
 	if !strings.Contains(logs.String(), `"msg":"listening"`) {
 		t.Errorf("the bot's log lacks its listening line:\n%s", logs.String())
 	}
-}
-
-// freeAddr is a 127.0.0.1 address with a port nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

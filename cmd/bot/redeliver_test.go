@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/internal/githubfake"
+	"github.com/kusionpr/kusionpr/internal/testenv"
 	"github.com/kusionpr/kusionpr/model"
 )
 
@@ -228,15 +229,6 @@ func (lb *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(w, resp.Body)
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestDeliveriesMissedWhileDownAreRedelivered: deliveries GitHub made
 // while no bot was up (a /kusion preview, a merge) are asked for again by
 // the replicas that come up, and done once although both replicas asked
@@ -277,7 +269,7 @@ func TestDeliveriesMissedWhileDownAreRedelivered(t *testing.T) {
 
 	// Both replicas' passes at start ask for the two missed deliveries
 	// while GitHub's redeliveries are held at the balancer.
-	a, b := freeAddr(t), freeAddr(t)
+	a, b := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	lb.bots = []string{"http://" + a, "http://" + b}
 	w.startAt(a)
 	w.startAt(b)

@@ -6,9 +6,10 @@
 //
 //	go test -json ./... | testsummary
 //
-// While nothing else is printed for a minute (test binaries compiling, a
-// slow package), it prints a line saying how long the run has taken and
-// which packages are still running, so a long run never looks stuck.
+// While nothing else is printed for 20 s (test binaries compiling, a slow
+// package), it prints a line saying how long the run has taken and which
+// packages are still running, so a long run never looks stuck: no gap in
+// its output reaches 30 s.
 //
 // It exits 1 when a test failed, a package failed without a failing test
 // (it did not build, or its binary crashed or exited outside any test), a
@@ -30,7 +31,7 @@ import (
 )
 
 func main() {
-	tick := time.NewTicker(10 * time.Second)
+	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
 	ok, err := runTicking(os.Stdin, os.Stdout, os.Getenv("KUSIONPR_REQUIRE_TESTENV") != "", tick.C, time.Now)
 	if err != nil {
@@ -95,8 +96,13 @@ type summary struct {
 	lastHeader string
 }
 
-// quiet is how long the output may stay silent before a heartbeat line.
-const quiet = 50 * time.Second
+// quiet is how long the output may stay silent before a heartbeat line,
+// checked every tickEvery: a line comes at most 25 s after the last, under
+// the 30 s make test promises with room for a loaded machine's delays.
+const (
+	quiet     = 20 * time.Second
+	tickEvery = 5 * time.Second
+)
 
 // run reads the events from in and writes the summary to out. ok is
 // whether the run passed.

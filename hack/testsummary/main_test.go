@@ -175,7 +175,7 @@ func firstLines(t *testing.T, name string, n int) string {
 	return strings.Join(strings.SplitAfter(stream(t, name), "\n")[:n], "")
 }
 
-// TestHeartbeat: a minute without output (test binaries compiling, a slow
+// TestHeartbeat: 20 s without output (test binaries compiling, a slow
 // package) gets a line naming what is still running; output keeps it away.
 func TestHeartbeat(t *testing.T) {
 	var out strings.Builder
@@ -189,14 +189,15 @@ func TestHeartbeat(t *testing.T) {
 		advance time.Duration
 		want    string // "" for no line
 	}{
-		{name: "quiet for less than a minute", advance: 30 * time.Second},
-		{name: "nothing started yet", advance: 40 * time.Second, want: "... building test binaries after 1m10s, 0 passed so far\n"},
-		{name: "a package started", event: `{"Action":"start","Package":"example.com/slow"}`, advance: 50 * time.Second,
-			want: "... running example.com/slow after 2m0s, 0 passed so far\n"},
-		{name: "its test passed, printing nothing", event: `{"Action":"pass","Package":"example.com/slow","Test":"TestA"}`, advance: 50 * time.Second,
-			want: "... running example.com/slow after 2m50s, 1 passed so far\n"},
+		{name: "quiet for less than 20 s", advance: 15 * time.Second},
+		{name: "nothing started yet", advance: 5 * time.Second, want: "... building test binaries after 20s, 0 passed so far\n"},
+		{name: "quiet again, not yet for 20 s", advance: 15 * time.Second},
+		{name: "a package started", event: `{"Action":"start","Package":"example.com/slow"}`, advance: 10 * time.Second,
+			want: "... running example.com/slow after 45s, 0 passed so far\n"},
+		{name: "its test passed, printing nothing", event: `{"Action":"pass","Package":"example.com/slow","Test":"TestA"}`, advance: 25 * time.Second,
+			want: "... running example.com/slow after 1m10s, 1 passed so far\n"},
 		{name: "the package ended, printing its ok line", event: `{"Action":"output","Package":"example.com/slow","Output":"ok  \texample.com/slow\t1.0s\n"}` + "\n" + `{"Action":"pass","Package":"example.com/slow"}`,
-			advance: 10 * time.Second, want: "ok  \texample.com/slow\t1.0s\n"},
+			advance: 5 * time.Second, want: "ok  \texample.com/slow\t1.0s\n"},
 	}
 	for _, st := range steps {
 		out.Reset()
