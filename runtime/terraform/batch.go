@@ -68,7 +68,11 @@ type job struct {
 type batcher struct {
 	// run runs a batch (Runtime.runBatch).
 	run func(*batch)
-	mu  sync.Mutex
+	// quiet and window replace batchQuiet and batchWindow when set: a
+	// test that asserts what came together ran together widens them, as
+	// a loaded machine may start goroutines milliseconds apart.
+	quiet, window time.Duration
+	mu            sync.Mutex
 	// open is the batch of each kind still taking jobs.
 	open map[batchKind]*batch
 }
@@ -106,7 +110,7 @@ func (b *batcher) do(ctx context.Context, kind batchKind, j *job) {
 		bctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 		bt = &batch{kind: kind, ctx: bctx, cancel: cancel, done: make(chan struct{}), opened: time.Now()}
 		b.open[kind] = bt
-		time.AfterFunc(batchQuiet, func() { b.close(kind, bt) })
+		time.AfterFunc(b.quietFor(), func() { b.close(kind, bt) })
 	}
 	bt.last = time.Now()
 	bt.jobs = append(bt.jobs, j)
@@ -141,6 +145,20 @@ func (b *batcher) do(ctx context.Context, kind batchKind, j *job) {
 	<-bt.done
 }
 
+func (b *batcher) quietFor() time.Duration {
+	if b.quiet > 0 {
+		return b.quiet
+	}
+	return batchQuiet
+}
+
+func (b *batcher) windowFor() time.Duration {
+	if b.window > 0 {
+		return b.window
+	}
+	return batchWindow
+}
+
 // close runs bt once no call came for batchQuiet, or batchWindow after its
 // first: until then it looks again when that time comes.
 func (b *batcher) close(kind batchKind, bt *batch) {
@@ -149,7 +167,7 @@ func (b *batcher) close(kind batchKind, bt *batch) {
 	// those run first.
 	runtime.Gosched()
 	b.mu.Lock()
-	if wait := time.Until(minTime(bt.last.Add(batchQuiet), bt.opened.Add(batchWindow))); wait > 0 {
+	if wait := time.Until(minTime(bt.last.Add(b.quietFor()), bt.opened.Add(b.windowFor()))); wait > 0 {
 		b.mu.Unlock()
 		time.AfterFunc(wait, func() { b.close(kind, bt) })
 		return

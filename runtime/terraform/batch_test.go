@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kusionpr/kusionpr/internal/testenv"
 	"github.com/kusionpr/kusionpr/model"
@@ -191,6 +192,9 @@ func TestIntegrationBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The calls below start together; on a loaded machine their
+			// goroutines may still come milliseconds apart.
+			rt.batches.quiet, rt.batches.window = 300*time.Millisecond, 2*time.Second
 			files := t.TempDir()
 			var rs []model.Resource
 			for i := range 6 {
