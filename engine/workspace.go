@@ -33,6 +33,11 @@ type WorkspaceOrigin struct {
 	// Edited are this workspace's repository files the change under review
 	// edits (the one used, or the one not used).
 	Edited []string `json:"edited,omitempty"`
+	// StoreHasStack names the store's workspace named after the stack,
+	// when the stack runs with another one without naming it: the name
+	// comes from the repository (stack.yaml's workspace), so a Kusion
+	// user's stack dev does not take the store's dev by itself.
+	StoreHasStack string `json:"storeHasStack,omitempty"`
 	// ContextDiffers, for a ready spec, are the keys of its context that
 	// differ from the workspace's (kusion generate copies the workspace's
 	// context into the Spec): a spec generated with another workspace, or

@@ -67,6 +67,9 @@ func ResolveWorkspace(ctx context.Context, st *project.Stack, name string, ready
 			return nil, fmt.Errorf("workspace %s: the workspaces of the release store at %s: %w", name, where, err)
 		}
 	}
+	if name != st.Name && st.Workspace == "" && slices.Contains(listed, st.Name) {
+		sw.Origin.StoreHasStack = st.Name
+	}
 	switch {
 	case slices.Contains(listed, name):
 		key := store.WorkspaceKey(name)

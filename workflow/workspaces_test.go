@@ -37,7 +37,9 @@ func TestResolveWorkspace(t *testing.T) {
 		// want: Source, File (suffix), Unused; or err, fragments of the error.
 		source, file, unused string
 		kubeconfig           string
-		err                  []string
+		// hint: the store's workspace named after the stack, not used.
+		hint string
+		err  []string
 	}{
 		{name: "store only", store: kusion, workspace: "dev",
 			source: engine.WorkspaceFromStore, file: "/workspaces/dev.yaml", kubeconfig: "/etc/kube/store-dev"},
@@ -47,7 +49,7 @@ func TestResolveWorkspace(t *testing.T) {
 			source: engine.WorkspaceFromRepository, file: "workspaces/dev.yaml", kubeconfig: "/etc/kube/repo-dev"},
 		{name: "no store", repo: map[string]string{"workspaces/dev.yaml": repoDev}, workspace: "dev",
 			source: engine.WorkspaceFromRepository, file: "workspaces/dev.yaml", kubeconfig: "/etc/kube/repo-dev"},
-		{name: "Kusion's empty default", store: kusion, workspace: "default", source: engine.WorkspaceFromStore, file: "/workspaces/default.yaml"},
+		{name: "Kusion's empty default", store: kusion, workspace: "default", source: engine.WorkspaceFromStore, file: "/workspaces/default.yaml", hint: "dev"},
 		{name: "default nowhere", store: map[string][]byte{}, workspace: "default", source: engine.WorkspaceFromDefault},
 		{name: "default nowhere, no store", workspace: "default", source: engine.WorkspaceFromDefault},
 		{name: "a ready spec's workspace nowhere", store: map[string][]byte{}, workspace: "staging", ready: true, source: engine.WorkspaceFromNowhere},
@@ -117,8 +119,8 @@ func TestResolveWorkspace(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := sw.Origin
-			if o.Source != tc.source || !strings.HasSuffix(o.File, tc.file) || o.Unused != tc.unused {
-				t.Errorf("origin %+v, want source %q, file ending %q, unused %q", o, tc.source, tc.file, tc.unused)
+			if o.Source != tc.source || !strings.HasSuffix(o.File, tc.file) || o.Unused != tc.unused || o.StoreHasStack != tc.hint {
+				t.Errorf("origin %+v, want source %q, file ending %q, unused %q, the store's workspace named after the stack %q", o, tc.source, tc.file, tc.unused, tc.hint)
 			}
 			if tc.source == engine.WorkspaceFromNowhere {
 				if sw.Workspace != nil {
