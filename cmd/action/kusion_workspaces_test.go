@@ -176,16 +176,21 @@ func TestKusionWorkspacesInAction(t *testing.T) {
 	}
 }
 
-// TestWorkspaceNowhere: generating a stack whose workspace is default,
-// which exists neither in the repository nor in the store, works with an
-// empty workspace, and the report says so; a named workspace that exists
-// nowhere fails, naming the repository paths and the store's location
-// without its query.
-func TestWorkspaceNowhere(t *testing.T) {
+// TestWorkspaceNowhereOrBroken: generating a stack whose workspace is
+// default, which exists neither in the repository nor in the store, works
+// with an empty workspace, and the report says so; a named workspace that
+// exists nowhere fails, naming the repository paths and the store's
+// location without its query; a malformed one in the store fails naming
+// the store and key.
+func TestWorkspaceNowhereOrBroken(t *testing.T) {
 	kc := testenv.Kubeconfig(t)
 	for _, st := range kusionStores(t) {
 		t.Run(st.name, func(t *testing.T) {
 			storeURL := st.url(t)
+			testenv.WriteKusionFiles(t, storeURL, map[string][]byte{
+				"workspaces/.metadata.yml": []byte("current: broken\navailableWorkspaces:\n    - broken\n"),
+				"workspaces/broken.yaml":   []byte("modules:\n    mysql:\n        version: 1.0.0\n"),
+			})
 			root := t.TempDir()
 			project := fmt.Sprintf("kwn-%06x", rand.IntN(1<<24))
 			write(t, filepath.Join(root, "project.yaml"), "name: "+project+"\n")
@@ -193,6 +198,8 @@ func TestWorkspaceNowhere(t *testing.T) {
 			write(t, filepath.Join(root, "qa/main.yaml"), webApp)
 			write(t, filepath.Join(root, "staging/stack.yaml"), "name: staging\nworkspace: staging\n")
 			write(t, filepath.Join(root, "staging/main.yaml"), webApp)
+			write(t, filepath.Join(root, "broken/stack.yaml"), "name: broken\nworkspace: broken\n")
+			write(t, filepath.Join(root, "broken/main.yaml"), webApp)
 			for _, tc := range []struct {
 				stack string
 				code  int
@@ -203,6 +210,7 @@ func TestWorkspaceNowhere(t *testing.T) {
 					"+ Create    apps/v1:Deployment:" + project + ":" + project + "-qa-web"}},
 				{"staging", 1, []string{"generating needs a workspace: workspace staging: no file for it (looked for " + filepath.Join(root, "workspaces", "staging.yaml"),
 					"and the release store at " + backend.Location(storeURL) + " does not list it in " + prefixOf(storeURL) + "workspaces/.metadata.yml"}},
+				{"broken", 1, []string{"workspace broken of the release store: " + backend.Location(storeURL) + "/" + prefixOf(storeURL) + "workspaces/broken.yaml: modules.mysql.path: required with modules.mysql.version"}},
 			} {
 				cmd := exec.Command(actionBinary(t), "preview", "--stack", filepath.Join(root, tc.stack), "--backend", storeURL, "-o", "text")
 				cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
