@@ -39,6 +39,7 @@ func TestKusionWorkspacesInBot(t *testing.T) {
 			"apps/web/workspaces/dev.yaml": "modules:\n  service:\n    configs:\n      default:\n        replicas: 7\n        labels: {owner: pull-request}\n" +
 				"context:\n  KUBECONFIG_PATH: /tmp/pull-request-kubeconfig\n",
 		} {
+			os.MkdirAll(filepath.Dir(filepath.Join(w.tree, name)), 0o755)
 			if err := os.WriteFile(filepath.Join(w.tree, name), []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
