@@ -72,6 +72,9 @@ type Preview struct {
 	ChangeSteps   map[string]*Step `json:"changeSteps"`
 	// Offline: compared with the prior release only, live objects unread.
 	Offline bool `json:"offline,omitempty"`
+	// WorkspaceOrigin says where Workspace came from, for people; nil when
+	// the caller did not say (a destroy, which needs none).
+	WorkspaceOrigin *WorkspaceOrigin `json:"workspaceOrigin,omitempty"`
 
 	// current holds the live objects as their runtimes returned them, private
 	// state included, for an apply to record the unchanged ones.

@@ -107,6 +107,19 @@ func secretPreview() *engine.Preview {
 		}}
 }
 
+// withWorkspace is p with where its workspace came from.
+func withWorkspace(p *engine.Preview, workspace string, o *engine.WorkspaceOrigin) *engine.Preview {
+	p.Workspace, p.WorkspaceOrigin = workspace, o
+	return p
+}
+
+// storeWorkspace is a workspace the release store holds, shadowing the
+// repository's file of the same name, which the pull request adds.
+func storeWorkspace() *engine.WorkspaceOrigin {
+	return &engine.WorkspaceOrigin{Source: engine.WorkspaceFromStore, File: "s3://kusion-state/kusion/workspaces/dev.yaml",
+		Unused: "apps/shop/workspaces/dev.yaml", Edited: []string{"apps/shop/workspaces/dev.yaml"}}
+}
+
 // goldenCases are the comments whose exact Markdown is reviewed in
 // testdata/golden.
 func goldenCases() []struct {
@@ -152,6 +165,14 @@ func goldenCases() []struct {
 		{name: "hostile", p: hostilePreview(), opts: report.CommentOptions{Location: hostileFolder},
 			check: mdcheck.Want{Details: 5, Data: []string{hostile, hostileFolder, "@org/team ![x](http://127.0.0.1/b)"}}},
 		{name: "hostile-release", p: hostilePreview(), opts: report.CommentOptions{Location: hostileFolder, Release: failedRelease},
+			check: mdcheck.Want{Details: 5, Data: []string{hostile, hostileFolder}}},
+		{name: "workspace-store", p: withWorkspace(createOnlyPreview(), "dev", storeWorkspace()), check: mdcheck.Want{Details: 2}},
+		{name: "workspace-default", p: withWorkspace(createOnlyPreview(), "default", &engine.WorkspaceOrigin{Source: engine.WorkspaceFromDefault,
+			StoreHasStack: "dev", ContextDiffers: []string{"AWS_REGION", "KUBECONFIG_PATH"}}), check: mdcheck.Want{Details: 2}},
+		{name: "workspace-repository", p: withWorkspace(createOnlyPreview(), "dev", &engine.WorkspaceOrigin{Source: engine.WorkspaceFromRepository,
+			File: "apps/shop/workspaces/dev.yaml", Edited: []string{"apps/shop/workspaces/dev.yaml"}}), check: mdcheck.Want{Details: 2}},
+		{name: "workspace-hostile", p: withWorkspace(hostilePreview(), hostile, &engine.WorkspaceOrigin{Source: engine.WorkspaceFromRepository,
+			File: hostileFolder, Unused: hostileFolder, Edited: []string{hostileFolder, hostileFolder + "2"}, StoreHasStack: hostile, ContextDiffers: []string{hostile}}),
 			check: mdcheck.Want{Details: 5, Data: []string{hostile, hostileFolder}}},
 		{name: "hostile-stack-error", p: &engine.Preview{Project: hostile, Stack: hostile, Workspace: "default", ChangeSteps: map[string]*engine.Step{}},
 			err:   errors.New("stacks/" + hostile + "/spec.yaml: resource 2: unknown type \"" + hostile + "\""),
@@ -275,5 +296,28 @@ func TestSplitGolden(t *testing.T) {
 		for _, p := range mdcheck.Check(part, mdcheck.Want{Details: strings.Count(part, "<details>")}) {
 			t.Errorf("part %d: %s", i+1, p)
 		}
+	}
+}
+
+// TestWorkspaceTextGolden: the terminal's preview says which workspace,
+// where from, and what a reader must know of it, as reviewed.
+func TestWorkspaceTextGolden(t *testing.T) {
+	r, err := report.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]*engine.Preview{
+		"workspace-store.txt": withWorkspace(createOnlyPreview(), "dev", storeWorkspace()),
+		"workspace-default.txt": withWorkspace(createOnlyPreview(), "default", &engine.WorkspaceOrigin{Source: engine.WorkspaceFromDefault,
+			StoreHasStack: "dev", ContextDiffers: []string{"AWS_REGION", "KUBECONFIG_PATH"}}),
+		"workspace-none.txt": withWorkspace(createOnlyPreview(), "staging", &engine.WorkspaceOrigin{Source: engine.WorkspaceFromNowhere}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			if err := r.Render(&b, report.Text, p, nil); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name, b.String())
+		})
 	}
 }

@@ -184,7 +184,7 @@ func (s *DriftScan) stack(ctx context.Context, owned backend.Owned, dir string) 
 		return d
 	}
 	d.Release = rel
-	spec, specErr := StackSpec(ctx, st, d.Workspace, opts)
+	spec, _, specErr := StackSpec(ctx, st, d.Workspace, owned.Store, s.Store, opts)
 	if specErr != nil {
 		d.SpecErr = fmt.Errorf("the checkout's spec of %s: %w", d.Dir, specErr)
 	}
@@ -274,7 +274,7 @@ func (r *Runner) RevertDrift(ctx context.Context, dir string, revision uint64, o
 		run.Err = err
 		return run
 	}
-	checkout, err := StackSpec(ctx, st, ws, opts)
+	checkout, _, err := StackSpec(ctx, st, ws, store, where, opts)
 	if err != nil {
 		run.Err = fmt.Errorf("revert drift of %s: the checkout's spec, which the release's sensitive values are taken from: %w", st.Name, err)
 		return run

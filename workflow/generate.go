@@ -10,21 +10,36 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 )
 
-// StackSpec is the Spec a stack runs with: its ready spec.yaml, or the one
-// generated from its main.yaml with workspace. Both the action and the bot
-// come through here, so a preview and the apply after it see one Spec.
-// Module binaries run with opts.ModuleEnv; opts.Logger logs.
-func StackSpec(ctx context.Context, st *project.Stack, workspace string, opts Options) (*model.Spec, error) {
+// StackSpec is the Spec a stack runs with, and the workspace it runs
+// with (ResolveWorkspace: the release store's, the repository's, or an
+// empty default): its ready spec.yaml, or the one generated from its
+// main.yaml with that workspace. store may be nil (the repository's
+// workspaces only); where names it in messages. Both the action and the
+// bot come through here, so a preview and the apply after it see one
+// Spec. Module binaries run with opts.ModuleEnv; opts.Logger logs.
+func StackSpec(ctx context.Context, st *project.Stack, workspace string, store WorkspaceStore, where string, opts Options) (*model.Spec, *StackWorkspace, error) {
 	in, err := st.Input()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	ws, err := ResolveWorkspace(ctx, st, workspace, in == project.SpecInput, store, where, opts.CheckoutRoot)
+	if err != nil {
+		return nil, nil, err
 	}
 	if in == project.SpecInput {
-		return st.Spec()
+		s, err := st.Spec()
+		if err != nil {
+			return nil, ws, err
+		}
+		if ws.Workspace != nil {
+			ws.Origin.ContextDiffers = contextDiffers(s.Context, ws.Workspace.Context)
+		}
+		return s, ws, nil
 	}
 	g := &generate.Generator{Builtins: builtin.Modules(), ModuleEnv: opts.ModuleEnv, Logger: opts.Logger}
 	if opts.KusionHome != "" {
 		g.ModuleHome = module.HomeIn(opts.KusionHome)
 	}
-	return g.Stack(ctx, st, workspace)
+	s, err := g.StackWith(ctx, st, ws.Workspace)
+	return s, ws, err
 }

@@ -174,6 +174,12 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 		}
 	}
 	c.log().Info("stacks touched", "files", len(changed), "stacks", len(stacks))
+	// A workspace file the change edits is named in the report of each
+	// stack that uses it (or would, but for the store's copy).
+	edited := map[string]bool{}
+	for _, f := range changed {
+		edited[f.Path] = true
+	}
 
 	out := &Outcome{Stacks: make([]*StackOutcome, len(stacks)), Combined: c.combined(len(stacks))}
 	if out.Combined && c.Comment != "combined" {
@@ -188,7 +194,7 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	runs.SetLimit(parallel)
 	for i, st := range stacks {
 		runs.Go(func() error {
-			so := c.run(ctx, st)
+			so := c.run(ctx, st, edited)
 			if !out.Combined {
 				c.report(ctx, so)
 			}
@@ -338,8 +344,9 @@ func (c *Change) key(dir string) string {
 	return fmt.Sprintf("%s stack=%s workspace=%s", c.kind(), mdsafe.CommentValue(dir), mdsafe.CommentValue(c.workspace()))
 }
 
-// run runs one stack and renders its report.
-func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
+// run runs one stack and renders its report. edited are the files the
+// change touches, relative to the repository root.
+func (c *Change) run(ctx context.Context, st AffectedStack, edited map[string]bool) *StackOutcome {
 	so := &StackOutcome{Dir: st.Dir, Deleted: st.Deleted}
 	log := c.log().With("stack", st.Dir)
 	cmd, opts := c.Command, c.Options
@@ -372,6 +379,11 @@ func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 		if run.Stack != nil {
 			p.Project, p.Stack, p.Workspace = run.Stack.Project.Name, run.Stack.Name, run.Workspace
 		}
+		p.WorkspaceOrigin = run.WorkspaceOrigin
+	}
+	if o := p.WorkspaceOrigin; o != nil {
+		o = editedWorkspace(o, edited)
+		p.WorkspaceOrigin = o
 	}
 	so.Summary = p.Summary()
 	var release *model.Release
@@ -386,6 +398,20 @@ func (c *Change) run(ctx context.Context, st AffectedStack) *StackOutcome {
 	}
 	so.Markdown = body
 	return so
+}
+
+// editedWorkspace is o with the workspace's repository files that the
+// change edits (the one used, or the one the store's copy won over). A
+// copy: the preview may be shared.
+func editedWorkspace(o *engine.WorkspaceOrigin, edited map[string]bool) *engine.WorkspaceOrigin {
+	c := *o
+	c.Edited = nil
+	for _, f := range []string{o.Unused, o.File} {
+		if f != "" && (o.Source == engine.WorkspaceFromRepository || f == o.Unused) && edited[f] && !slices.Contains(c.Edited, f) {
+			c.Edited = append(c.Edited, f)
+		}
+	}
+	return &c
 }
 
 // report publishes one stack's comment and sets its check run.

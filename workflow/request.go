@@ -229,13 +229,15 @@ type RequestResult struct {
 	Request string `json:"request"`
 	// Stack, Commit and Command are the request's, as the run read them:
 	// a result is taken only for the request it answers.
-	Stack     string          `json:"stack,omitempty"`
-	Commit    string          `json:"commit,omitempty"`
-	Command   Command         `json:"command,omitempty"`
-	Project   string          `json:"project,omitempty"`
-	StackName string          `json:"stackName,omitempty"`
-	Workspace string          `json:"workspace,omitempty"`
-	Preview   *engine.Preview `json:"preview,omitempty"`
+	Stack     string  `json:"stack,omitempty"`
+	Commit    string  `json:"commit,omitempty"`
+	Command   Command `json:"command,omitempty"`
+	Project   string  `json:"project,omitempty"`
+	StackName string  `json:"stackName,omitempty"`
+	Workspace string  `json:"workspace,omitempty"`
+	// WorkspaceOrigin is where the workspace came from.
+	WorkspaceOrigin *engine.WorkspaceOrigin `json:"workspaceOrigin,omitempty"`
+	Preview         *engine.Preview         `json:"preview,omitempty"`
 	// Revision is the release the run wrote, 0 for none; Phase is how it
 	// ended, for an asker that cannot read the store.
 	Revision  uint64      `json:"revision,omitempty"`
@@ -259,7 +261,7 @@ const (
 
 // NewRequestResult is what run, of req in the checkout at root, leaves.
 func NewRequestResult(req Request, root string, run *StackResult) RequestResult {
-	res := RequestResult{Request: req.ID(), Stack: req.Stack, Commit: req.Commit, Command: req.Command, Workspace: run.Workspace, Preview: run.Preview, Skipped: run.Skipped, Unchanged: run.Unchanged, Started: run.Started, Policy: run.Policy}
+	res := RequestResult{Request: req.ID(), Stack: req.Stack, Commit: req.Commit, Command: req.Command, Workspace: run.Workspace, WorkspaceOrigin: run.WorkspaceOrigin, Preview: run.Preview, Skipped: run.Skipped, Unchanged: run.Unchanged, Started: run.Started, Policy: run.Policy}
 	if run.Stack != nil && run.Stack.Project != nil {
 		res.Project, res.StackName = run.Stack.Project.Name, run.Stack.Name
 	}
@@ -275,7 +277,7 @@ func NewRequestResult(req Request, root string, run *StackResult) RequestResult 
 // StackResult is the result as the workflow reports it; release is the one
 // it names, read from the store (nil if none).
 func (res RequestResult) StackResult(release *model.Release) *StackResult {
-	run := &StackResult{Workspace: res.Workspace, Preview: res.Preview, Release: release, Skipped: res.Skipped, Unchanged: res.Unchanged, Started: res.Started, Policy: res.Policy}
+	run := &StackResult{Workspace: res.Workspace, WorkspaceOrigin: res.WorkspaceOrigin, Preview: res.Preview, Release: release, Skipped: res.Skipped, Unchanged: res.Unchanged, Started: res.Started, Policy: res.Policy}
 	if res.Project != "" {
 		run.Stack = &project.Stack{Name: res.StackName, Project: &project.Project{Name: res.Project}}
 	}

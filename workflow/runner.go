@@ -103,10 +103,12 @@ type Options struct {
 // StackResult is the outcome of one command on one stack.
 type StackResult struct {
 	Stack *project.Stack
-	// Workspace is the one the stack ran with.
-	Workspace string
-	Preview   *engine.Preview
-	Release   *model.Release
+	// Workspace is the one the stack ran with; WorkspaceOrigin where it
+	// came from (nil for a destroy, or a stack that failed before).
+	Workspace       string
+	WorkspaceOrigin *engine.WorkspaceOrigin
+	Preview         *engine.Preview
+	Release         *model.Release
 	// Store is where the release was written.
 	Store string
 	// Skipped is why Options.Skip skipped the stack.
@@ -148,9 +150,11 @@ type RuntimeTarget struct {
 }
 
 // RuntimeFactory says how the stack reaches the runtime of each resource
-// type, each built by the engine on first use. It is asked before the release store is opened, and refuses there,
-// with an error naming the stack or its resources, a stack whose spec
-// brings what the runtimes would refuse; nothing has run yet.
+// type, each built by the engine on first use. It is asked before any
+// release is read (the store is open: it holds the workspaces the spec is
+// generated with), and refuses there, with an error naming the stack or
+// its resources, a stack whose spec brings what the runtimes would
+// refuse; nothing has run yet.
 type RuntimeFactory interface {
 	Runtimes(ctx context.Context, t RuntimeTarget) (map[model.ResourceType]engine.Driver, error)
 }
@@ -194,15 +198,33 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 	ws := st.WorkspaceName(opts.Workspace)
 	run.Workspace = ws
 	target := engine.Stack{Project: st.Project.Name, Workspace: ws, Stack: st.Name, Origin: opts.Origin}
-	if cmd != Destroy {
-		if target.Spec, err = StackSpec(ctx, st, ws, opts); err != nil {
-			run.Err = err
-			return run
-		}
-	}
 	if r.Runtimes == nil {
 		run.Err = errNoRuntimes
 		return run
+	}
+	// The store first: it holds the operator's workspaces, which the spec
+	// is generated with.
+	store, where, err := r.openStore(ctx, opts)
+	if err != nil {
+		run.Err = err
+		return run
+	}
+	defer store.Close()
+	run.Store = where
+	if cmd != Destroy {
+		var sw *StackWorkspace
+		target.Spec, sw, err = StackSpec(ctx, st, ws, store, where, opts)
+		if sw != nil {
+			run.WorkspaceOrigin = sw.Origin
+		}
+		if err != nil {
+			run.Err = err
+			return run
+		}
+		if len(sw.Origin.ContextDiffers) > 0 && opts.Logger != nil {
+			opts.Logger.Warn("the spec's context differs from its workspace's: generated with another workspace, or before this one changed",
+				"workspace", ws, "keys", sw.Origin.ContextDiffers)
+		}
 	}
 	runtimes, err := r.Runtimes.Runtimes(ctx, RuntimeTarget{
 		Stack: st, Workspace: ws, Spec: target.Spec, CheckoutRoot: opts.CheckoutRoot, Offline: opts.Offline, Logger: opts.Logger,
@@ -211,14 +233,6 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 		run.Err = err
 		return run
 	}
-
-	store, where, err := r.openStore(ctx, opts)
-	if err != nil {
-		run.Err = err
-		return run
-	}
-	defer store.Close()
-	run.Store = where
 	// Every read of a release and every slot taken goes through the check
 	// that the project belongs to the run's repository.
 	owned := backend.Owned{Store: store, Run: runRepository(opts)}
@@ -317,6 +331,7 @@ func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Opt
 	}
 	if run.Preview != nil {
 		run.Preview.Offline = opts.Offline
+		run.Preview.WorkspaceOrigin = run.WorkspaceOrigin
 	}
 	return run
 }

@@ -71,7 +71,7 @@ spec:
 
 	// generate prints the Spec the preview and apply run with.
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"generate", "--stack", stack}, strings.NewReader(""), &stdout, &stderr)
+	code := run(context.Background(), []string{"generate", "--stack", stack, "--backend", c.backend}, strings.NewReader(""), &stdout, &stderr)
 	out, errOut := stdout.String(), stderr.String()
 	if code != 0 {
 		t.Fatalf("generate exited %d: %s", code, errOut)

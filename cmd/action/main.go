@@ -1,7 +1,7 @@
 // Command action generates, previews, applies or destroys Kusion stacks. Run
 // locally:
 //
-//	action generate --stack DIR [--workspace NAME] [-o FILE]
+//	action generate --stack DIR [--workspace NAME] [--backend URL] [-o FILE]
 //	action preview|apply|destroy --stack DIR [--workspace NAME] [--backend URL]
 //	       [-o json|markdown|text] [--yes] [--dry-run]
 //	action unlock --stack DIR --reason TEXT
@@ -75,7 +75,8 @@ const usage = `usage: action COMMAND --stack DIR [flags]
 
 Kusion's engine for one stack folder. A stack holds a ready spec.yaml, or
 main.yaml (AppConfigurations) that generate turns into a Spec with the
-stack's workspace (workspaces/<name>.yaml).
+stack's workspace: the release store's (Kusion's workspaces/<name>.yaml),
+else the repository's workspaces/<name>.yaml, else an empty default.
 
 commands:
   preview   show the three-way difference of the stack (its spec, the latest
@@ -100,7 +101,7 @@ var commandUsage = map[string]string{
 	"preview":  "usage: action preview --stack DIR [flags]\n\nShows what apply would change: the three-way difference of the stack's spec,\nits latest release and the live objects. Changes nothing.\n",
 	"apply":    "usage: action apply --stack DIR [flags]\n\nPreviews the stack, asks (unless --yes), applies the changes, waits for the\nresources to be ready and records a release in the --backend store.\n",
 	"destroy":  "usage: action destroy --stack DIR [flags]\n\nPreviews the deletion, asks (unless --yes), deletes every resource of the\nstack's latest release and records a release in the --backend store.\n",
-	"generate": "usage: action generate --stack DIR [--workspace NAME] [-o FILE] [--format yaml|json]\n\nPrints the stack's Spec, as kusion generate does: the one generated from\nmain.yaml with the stack's workspace, or its spec.yaml.\n",
+	"generate": "usage: action generate --stack DIR [--workspace NAME] [--backend URL] [-o FILE] [--format yaml|json]\n\nPrints the stack's Spec, as kusion generate does: the one generated from\nmain.yaml with the stack's workspace (the release store's, else the\nrepository's, else an empty default), or its spec.yaml.\n",
 	"execute":  "usage: action execute --request JSON [--backend URL] [flags]\n\nRuns one stack's request as a worker away from the bot (a Kubernetes Job):\nunpacks the checkout the bot left in the --backend store, runs the request's\ncommand on its stack and leaves the result there for the bot to report. The\nexit code is 1 when the stack failed.\n",
 	"drift":    "usage: action drift [--root DIR | --stack DIR] [flags]\n\nCompares the live objects of every stack under --root (or of --stack) with the\nstack's latest release: what changed outside of a release (drift), and whether\nthe checkout's spec differs from that release. Reads only: writes no release,\ntakes no lock. The exit code is 2 when some stack drifted, 1 when some stack\ncould not be scanned, 0 otherwise.\n",
 	"unlock":   "usage: action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]\n\nEnds a release left running (its runner died) by hand, recording who and\nwhy, as kusion release unlock does.\n",
@@ -436,6 +437,7 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlags(stderr)
 	stack := fs.String("stack", ".", "stack folder")
 	workspace := fs.String("workspace", "", "workspace name (default: the stack's own)")
+	backendURL := fs.String("backend", "", "release store URL, whose workspaces (Kusion's workspaces/<name>.yaml) are used before the repository's (default: as preview's)")
 	output := fs.String("o", "", "write the Spec to this file instead of standard output")
 	format := fs.String("format", "yaml", "yaml or json")
 	clusters := clusterFlags(fs)
@@ -456,7 +458,18 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
-	s, err := workflow.StackSpec(ctx, st, st.WorkspaceName(*workspace), opts)
+	opts.Backend = *backendURL
+	// The operator's workspaces are in the release store, read only.
+	store, where, err := workflow.OpenStore(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	defer store.Close()
+	s, ws, err := workflow.StackSpec(ctx, st, st.WorkspaceName(*workspace), store, where, opts)
+	if ws != nil {
+		warnWorkspace(log, ws)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %s\n", model.MaskFingerprints(err.Error()))
 		return 1
@@ -477,6 +490,18 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 1
 	}
 	return 0
+}
+
+// warnWorkspace says what a generate's user must know of the workspace it
+// used: a repository file the store's copy won over, a ready spec made
+// with another workspace's context.
+func warnWorkspace(log *slog.Logger, ws *workflow.StackWorkspace) {
+	if o := ws.Origin; o.Unused != "" {
+		log.Warn("the release store holds this workspace, and its copy, the operator's, is used: the repository's file is not", "workspace", ws.Name, "used", o.File, "notUsed", o.Unused)
+	}
+	if o := ws.Origin; len(o.ContextDiffers) > 0 {
+		log.Warn("the spec's context differs from its workspace's: generated with another workspace, or before this one changed", "workspace", ws.Name, "keys", o.ContextDiffers)
+	}
 }
 
 func writeFileAtomic(path string, data []byte) error {

@@ -109,8 +109,10 @@ func firstDifference(got, want []byte) string {
 	return "(same lines)"
 }
 
-// TestStackWithoutWorkspace: generating needs the workspace's file; its
-// absence is an error naming the AppConfigurations and where it looked.
+// TestStackWithoutWorkspace: a stack whose workspace is default and has
+// no file generates with an empty workspace, as Kusion's backends give
+// one; any other workspace without a file is an error naming the
+// AppConfigurations and where it looked.
 func TestStackWithoutWorkspace(t *testing.T) {
 	root := t.TempDir()
 	for _, f := range []string{"project.yaml", "dev/stack.yaml", "dev/main.yaml"} {
@@ -130,11 +132,22 @@ func TestStackWithoutWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &generate.Generator{Builtins: builtin.Modules()}
-	for _, name := range []string{st.WorkspaceName(""), "staging"} {
-		_, err := g.Stack(context.Background(), st, name)
-		want := filepath.Join(root, "dev", "main.yaml") + ": generating needs a workspace: workspace " + name + ": no file for it (looked for " + filepath.Join(root, "workspaces", name+".yaml")
-		if err == nil || !strings.HasPrefix(err.Error(), want) {
-			t.Errorf("workspace %s: error = %v\nwant it to start with %q", name, err, want)
+	for _, tc := range []struct {
+		name string
+		// err starts the error; "" for a Spec.
+		err string
+	}{
+		{st.WorkspaceName(""), ""},
+		{"staging", filepath.Join(root, "dev", "main.yaml") + ": generating needs a workspace: workspace staging: no file for it (looked for " + filepath.Join(root, "workspaces", "staging.yaml")},
+	} {
+		s, err := g.Stack(context.Background(), st, tc.name)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("workspace %s: %v, want a Spec generated with an empty workspace", tc.name, err)
+		case tc.err == "" && (len(s.Resources) == 0 || len(s.Context) > 0 || s.SecretStore != nil):
+			t.Errorf("workspace %s: %d resources, context %v, secret store %v; want the apps' resources and nothing of a workspace", tc.name, len(s.Resources), s.Context, s.SecretStore)
+		case tc.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.err)):
+			t.Errorf("workspace %s: error = %v\nwant it to start with %q", tc.name, err, tc.err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -10,17 +11,38 @@ import (
 )
 
 // Stack generates the Spec of a stack folder holding main.yaml, with the
-// named workspace's file (project.Stack.WorkspaceFile).
+// named workspace's file in the repository (project.Stack.WorkspaceFile),
+// or, for the default workspace without one, an empty workspace, as
+// Kusion's backends give. Where workspaces may also come from the release
+// store, resolve the workspace first and call StackWith.
 func (g *Generator) Stack(ctx context.Context, st *project.Stack, workspace string) (*model.Spec, error) {
 	appFile := filepath.Join(st.Path, project.AppFile)
 	wsFile, _, err := st.WorkspaceFile(workspace)
-	if err != nil {
+	var ws *Workspace
+	switch {
+	case errors.Is(err, project.ErrNoWorkspaceFile) && workspace == project.DefaultWorkspace:
+		ws = EmptyWorkspace(workspace)
+	case err != nil:
 		return nil, fmt.Errorf("%s: generating needs a workspace: %w", appFile, err)
+	default:
+		if ws, err = LoadWorkspace(wsFile); err != nil {
+			return nil, err
+		}
 	}
-	ws, err := LoadWorkspace(wsFile)
-	if err != nil {
-		return nil, err
-	}
+	return g.StackWith(ctx, st, ws)
+}
+
+// EmptyWorkspace is a workspace with nothing in it: what Kusion's backends
+// create as "default" by themselves, so that a stack needing no platform
+// settings generates without one.
+func EmptyWorkspace(name string) *Workspace {
+	return &Workspace{Name: name, Path: "the empty workspace " + name, Modules: map[string]*ModuleConfig{}}
+}
+
+// StackWith generates the Spec of a stack folder holding main.yaml with
+// the workspace ws.
+func (g *Generator) StackWith(ctx context.Context, st *project.Stack, ws *Workspace) (*model.Spec, error) {
+	appFile := filepath.Join(st.Path, project.AppFile)
 	apps, err := LoadApps(appFile)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package project
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,10 @@ const WorkspacesDir = "workspaces"
 
 // DefaultWorkspace is Kusion's default workspace name.
 const DefaultWorkspace = "default"
+
+// ErrNoWorkspaceFile is wrapped by WorkspaceFile's error when no folder
+// holds a file for the workspace.
+var ErrNoWorkspaceFile = errors.New("no file for it")
 
 // workspaceName is what Kusion accepts as a workspace name; it also keeps a
 // name from a flag or stack.yaml from steering the file lookup elsewhere.
@@ -66,7 +71,7 @@ func (s *Stack) WorkspaceFile(name string) (path string, tried []string, err err
 			break
 		}
 	}
-	return "", tried, fmt.Errorf("workspace %s: no file for it (looked for %s)", name, strings.Join(tried, ", "))
+	return "", tried, fmt.Errorf("workspace %s: %w (looked for %s)", name, ErrNoWorkspaceFile, strings.Join(tried, ", "))
 }
 
 func isRepositoryRoot(dir string) bool {
