@@ -17,6 +17,7 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/internal/kubelog"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
@@ -68,6 +69,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	kubelog.Route(log)
 
 	owner, repo := gctx.Repo()
 	limits := &githubapi.Transport{Next: red.Transport(http.DefaultTransport), Log: log}

@@ -36,6 +36,7 @@ import (
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/engine/spec"
+	"github.com/kusionpr/kusionpr/internal/kubelog"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/policy"
 	"github.com/kusionpr/kusionpr/report"
@@ -48,6 +49,9 @@ import (
 func main() {
 	// A child this program started to evaluate a repository's policies in.
 	policy.ServeIfSandbox()
+	// client-go logs through klog what it also returns; until a command
+	// has its logger, nothing of it is printed (kubelog).
+	kubelog.Route(slog.New(slog.DiscardHandler))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	if os.Getenv("GITHUB_ACTIONS") == "true" && len(os.Args) == 1 {
@@ -208,6 +212,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	kubelog.Route(log)
 	renderer, err := report.New()
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
