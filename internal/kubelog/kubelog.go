@@ -33,6 +33,10 @@ func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
 }
 
 func (d debugOnly) Handle(ctx context.Context, r slog.Record) error {
+	// logr hands errors over without asking Enabled first.
+	if !d.h.Enabled(ctx, slog.LevelDebug) {
+		return nil
+	}
 	if r.Level > slog.LevelDebug {
 		out := slog.NewRecord(r.Time, slog.LevelDebug, r.Message, r.PC)
 		out.AddAttrs(slog.String("klogLevel", r.Level.String()))
