@@ -17,6 +17,7 @@ import (
 
 	"github.com/kusionpr/kusionpr/bot"
 	"github.com/kusionpr/kusionpr/internal/kubelog"
+	"github.com/kusionpr/kusionpr/internal/undumpable"
 	"github.com/kusionpr/kusionpr/policy"
 )
 
@@ -69,7 +70,7 @@ func run(getenv func(string) string, stderr *os.File) int {
 	for _, name := range bot.SecretVariables() {
 		os.Unsetenv(name)
 	}
-	if err := undumpable(); err != nil {
+	if err := undumpable.Set(); err != nil {
 		fmt.Fprintf(stderr, "bot: hide the process from its user's others: %v\n", err)
 		return 2
 	}
