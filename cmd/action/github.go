@@ -249,6 +249,19 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	if n, _ := strconv.Atoi(in("max-comments")); n > 0 {
 		change.MaxParts = n
 	}
+	if command := in("generate-command"); command != "" {
+		g := &generator{command: command, timeout: defaultGenerateTimeout, maxOutput: maxGenerateOutput,
+			// The environment as it is now, the inputs read and unset;
+			// a fork's code gets no credential (allow-fork-credentials).
+			env: generatorEnv(os.Environ(), forkOffline), log: red.Writer(os.Stdout)}
+		if v := in("generate-timeout"); v != "" {
+			if g.timeout, err = time.ParseDuration(v); err != nil || g.timeout <= 0 {
+				ga.Errorf("input generate-timeout: %q is not a duration such as 10m", v)
+				return 2
+			}
+		}
+		change.Prepare = g.run
+	}
 	switch change.Comment {
 	case "", "always", "on-change", "combined", "never":
 	default:
