@@ -187,4 +187,3 @@ func (b *boundedBuffer) Bytes() []byte {
 	defer b.mu.Unlock()
 	return b.buf.Bytes()
 }
-
