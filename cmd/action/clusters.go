@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/kusionpr/kusionpr/internal/confine"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
@@ -98,7 +97,7 @@ func kubeconfigsInput(s, checkout string) (map[string]string, []string, error) {
 		}
 		// A link in the checkout is the pull request's too, wherever it
 		// points: the path as written must stay out of it as well.
-		if confine.Within(checkout, real) || lexicallyWithin(checkout, path) {
+		if confine.Within(checkout, real) || confine.WithinLexically(checkout, path) {
 			errs = append(errs, fmt.Errorf("workspace %s: %s lies in the checkout, which a pull request writes: name a file outside it (one an earlier step wrote from a secret, e.g. under $RUNNER_TEMP)", ws, pairs[ws]))
 			continue
 		}
@@ -111,13 +110,6 @@ func kubeconfigsInput(s, checkout string) (map[string]string, []string, error) {
 		secrets = append(secrets, kubeconfigSecrets(string(b))...)
 	}
 	return pairs, secrets, errors.Join(errs...)
-}
-
-// lexicallyWithin says whether path, as written (links not followed),
-// lies in root.
-func lexicallyWithin(root, path string) bool {
-	rel, err := filepath.Rel(filepath.Clean(root), filepath.Clean(path))
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // pathless drops the path from a file error: the message names it once.

@@ -277,16 +277,7 @@ func outside(root, base, path string) bool {
 	if path == "~" || strings.HasPrefix(path, "~/") {
 		return true
 	}
-	abs, err := filepath.Abs(absolute(base, path))
-	if err != nil {
-		return true
-	}
-	r, err := filepath.Abs(root)
-	if err != nil {
-		return true
-	}
-	rel, err := filepath.Rel(r, abs)
-	return err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return !confine.WithinLexically(root, absolute(base, path))
 }
 
 // expandHome reads a leading ~ as the home folder, as a shell would.
