@@ -53,6 +53,7 @@ func TestGenerateCommand(t *testing.T) {
 		name    string
 		command string // %s is dumpCommand
 		fork    bool
+		link    bool // apps/web/dev/spec.yaml links to a file outside
 		inputs  map[string]string
 		code    int
 		// comments holds what each stack's comment must say.
@@ -85,6 +86,11 @@ func TestGenerateCommand(t *testing.T) {
 				"apps/web/dev": {"generate-command in stack apps/web/dev: stopped after 2s (input generate-timeout)"},
 				"apps/api/dev": {"generate-command in stack apps/api/dev: stopped after 2s"},
 			}, fast: true},
+		{name: "a spec.yaml linked out of the checkout is not written through", command: "%s", link: true, code: 1,
+			comments: map[string][]string{
+				"apps/web/dev": {"generate-command in stack apps/web/dev: spec.yaml is a link, which a generator writing it would follow: not run"},
+				"apps/api/dev": {":memo: Preview of stack", "generated"},
+			}},
 		{name: "a bad timeout", command: "true", inputs: map[string]string{"INPUT_GENERATE-TIMEOUT": "soon"}, code: 2,
 			log: []string{`input generate-timeout: "soon" is not a duration`}},
 		{name: "a fork's pull request gets none of the job's credentials", command: "%s", fork: true,
@@ -116,6 +122,17 @@ func TestGenerateCommand(t *testing.T) {
 			for k, v := range tc.inputs {
 				env[k] = v
 			}
+			target := filepath.Join(t.TempDir(), "runner-file")
+			if tc.link {
+				write(t, target, "{version: v1}\n")
+				spec := filepath.Join(repo.root, "apps/web/dev/spec.yaml")
+				if err := os.Remove(spec); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(target, spec); err != nil {
+					t.Fatal(err)
+				}
+			}
 			start := time.Now()
 			run := runAction(t, gh, repo.root, "pull_request", ev, env)
 			took := time.Since(start)
@@ -132,6 +149,9 @@ func TestGenerateCommand(t *testing.T) {
 						t.Errorf("%s: the comment lacks %q:\n%s", dir, want, body)
 					}
 				}
+			}
+			if b, _ := os.ReadFile(target); tc.link && string(b) != "{version: v1}\n" {
+				t.Errorf("the file the link points to was written: %q", b)
 			}
 			for _, want := range tc.log {
 				if !strings.Contains(run.stdout, want) {

@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/engine/generate/module"
+	"github.com/kusionpr/kusionpr/engine/project"
 )
 
 // Defaults of the generate-command's bounds.
@@ -81,6 +85,12 @@ type generator struct {
 // stack. Its error names the stack and why: the exit status, the timeout,
 // the output past its bound.
 func (g *generator) run(ctx context.Context, dir, stack string) error {
+	// The pull request may have made spec.yaml a link: a generator
+	// writing it would write wherever the link points, out of the
+	// checkout. Such a stack is refused before anything runs.
+	if fi, err := os.Lstat(filepath.Join(dir, project.SpecFile)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("generate-command in stack %s: %s is a link, which a generator writing it would follow: not run", stack, project.SpecFile)
+	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", g.command)
