@@ -311,3 +311,15 @@ func TestGenerateCommandCannotReadTheActionsStartEnvironment(t *testing.T) {
 		t.Errorf("the preview did not run:\n%s", body)
 	}
 }
+
+// TestGeneratorPrintEscapesTheStack: a stack folder named with a line
+// break cannot start a workflow command of its own in the job log.
+func TestGeneratorPrintEscapesTheStack(t *testing.T) {
+	var log bytes.Buffer
+	g := &generator{log: &log}
+	g.print("apps/x\n::error::forged\r", &boundedBuffer{max: 10})
+	want := "::group::generate-command in stack apps/x%0A::error::forged%0D\n::endgroup::\n"
+	if log.String() != want {
+		t.Errorf("log %q\nwant %q", log.String(), want)
+	}
+}

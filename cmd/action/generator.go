@@ -131,7 +131,10 @@ func (g *generator) print(stack string, out *boundedBuffer) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "::group::generate-command in stack %s\n", stack)
+	// A folder's name may hold a line break, which would end the group's
+	// line and start a command of the repository's: escaped as the
+	// runner reads a command's data.
+	fmt.Fprintf(&b, "::group::generate-command in stack %s\n", commandData.Replace(stack))
 	if out.Len() > 0 {
 		token := stopToken()
 		fmt.Fprintf(&b, "::stop-commands::%s\n", token)
@@ -144,6 +147,9 @@ func (g *generator) print(stack string, out *boundedBuffer) {
 	b.WriteString("::endgroup::\n")
 	io.WriteString(g.log, b.String())
 }
+
+// commandData escapes a workflow command's data, as the runner unescapes it.
+var commandData = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
 
 // stopToken is the random token ::stop-commands:: ends with: output that
 // cannot guess it cannot turn commands back on.
