@@ -115,7 +115,7 @@ func TestOutsidePathTakesTheOperatorsKubeconfig(t *testing.T) {
 	withOperator := Clusters{KubeconfigContent: operator, KubeconfigName: "the input kubeconfig", KubeconfigsName: "the input kubeconfigs", Setting: "the input spec-kubeconfig-allow"}
 	noOperator := Clusters{KubeconfigName: "the input kubeconfig", KubeconfigsName: "the input kubeconfigs", Setting: "the input spec-kubeconfig-allow"}
 	filesAllowed := withOperator
-	filesAllowed.SpecAllow = kubernetes.Allowance{Files: true}
+	filesAllowed.SpecAllow = kubernetes.Allowance{Files: true, Exec: true}
 	path := func(p string) map[string]any { return map[string]any{kubernetes.ContextKubeconfigPath: p} }
 
 	for _, tc := range []struct {

@@ -55,7 +55,7 @@ current-context: gone
 		{"credentials in the server's URL", Config{KubeconfigContent: kubeconfig("https://admin:url-passw0rd@127.0.0.1:1")}, "",
 			[]string{"server https://127.0.0.1:1,", "kubeconfig the kubeconfig given as content"}},
 		{"credentials refused (401)", Config{KubeconfigContent: kubeconfig(unauthorized.URL), KubeconfigName: "the input kubeconfig"}, "",
-			[]string{"Unauthorized", "(cluster: server " + unauthorized.URL + `, context "gone", kubeconfig the input kubeconfig)`}},
+			[]string{"the server has asked for the client to provide credentials", "(cluster: server " + unauthorized.URL + `, context "gone", kubeconfig the input kubeconfig)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("KUBECONFIG", tc.env)
