@@ -128,13 +128,15 @@ func TestKusionGeneratedSpecWithTheInputKubeconfig(t *testing.T) {
 	gh := githubfake.New(t)
 	root := t.TempDir()
 	suffix := fmt.Sprintf("%06x", rand.IntN(1<<24))
+	// Two projects: the stacks of one project and workspace are applied
+	// one at a time.
 	stacks := []struct{ dir, path, ns string }{
 		{"quickstart/dev", "/path/to/kubeconfig", "qs-dev-" + suffix},
-		{"quickstart/prod", "~/.kube/config", "qs-prod-" + suffix},
+		{"helloworld/dev", "~/.kube/config", "qs-hello-" + suffix},
 	}
-	write(t, filepath.Join(root, "quickstart/project.yaml"), "name: quickstart-"+suffix+"\n")
 	var files []githubfake.PullFile
 	for _, s := range stacks {
+		write(t, filepath.Join(root, filepath.Dir(s.dir), "project.yaml"), "name: "+filepath.Dir(s.dir)+"-"+suffix+"\n")
 		write(t, filepath.Join(root, s.dir, "stack.yaml"), "name: "+filepath.Base(s.dir)+"\n")
 		write(t, filepath.Join(root, s.dir, "spec.yaml"), kusionSpec(s.ns, s.path))
 		files = append(files, githubfake.PullFile{Filename: s.dir + "/spec.yaml", Status: "added"})
