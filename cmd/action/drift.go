@@ -16,7 +16,6 @@ import (
 
 	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/githubapi"
-	"github.com/kusionpr/kusionpr/internal/kubelog"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
@@ -81,7 +80,6 @@ func driftCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	kubelog.Route(log)
 	scanRoot, dirs := *root, []string(nil)
 	if *stack != "" {
 		abs, err := filepath.Abs(*stack)

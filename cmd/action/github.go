@@ -17,7 +17,6 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/kusionpr/kusionpr/githubapi"
-	"github.com/kusionpr/kusionpr/internal/kubelog"
 	"github.com/kusionpr/kusionpr/internal/undumpable"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
@@ -87,7 +86,6 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	kubelog.Route(log)
 
 	owner, repo := gctx.Repo()
 	limits := &githubapi.Transport{Next: red.Transport(http.DefaultTransport), Log: log}
@@ -166,8 +164,9 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		ga.Errorf("input spec-kubeconfig-allow: %v", err)
 		return 2
 	}
+	// The names also tell a refused stack which inputs would help.
 	rts.Clusters = runtimes.Clusters{SpecAllow: allow, Setting: "the input spec-kubeconfig-allow",
-		Kubeconfigs: kubeconfigs, KubeconfigsName: "the input kubeconfigs"}
+		Kubeconfigs: kubeconfigs, KubeconfigsName: "the input kubeconfigs", KubeconfigName: "the input kubeconfig"}
 	if d := in("lease"); d != "" {
 		if opts.Lease, err = time.ParseDuration(d); err != nil {
 			ga.Errorf("input lease: %v", err)
@@ -211,7 +210,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		// none (or name a file of the runner), as $KUBECONFIG would be.
 		// Kept in memory: no file of it lies on the runner for a
 		// provider or the generate-command to read.
-		rts.Clusters.KubeconfigContent, rts.Clusters.KubeconfigName = kubeconfig, "the input kubeconfig"
+		rts.Clusters.KubeconfigContent = kubeconfig
 	}
 	if opts.RecordUnchanged, err = strconv.ParseBool(cmp.Or(in("record-unchanged"), "false")); err != nil {
 		ga.Errorf("input record-unchanged: %q is not true or false", in("record-unchanged"))

@@ -314,3 +314,31 @@ func TestUnreachableClusterNamedOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestKlogLevel: client-go's lines show when a command asks for debug
+// logging, in any of the flag's spellings, or the runner's debug logging
+// is on; otherwise they are left out.
+func TestKlogLevel(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		debug string
+		want  string
+	}{
+		{[]string{"preview", "--stack", "dev"}, "", "INFO"},
+		{[]string{"preview", "--log-level", "debug"}, "", "DEBUG"},
+		{[]string{"preview", "-log-level=DEBUG"}, "", "DEBUG"},
+		{[]string{"preview", "--log-level=warn"}, "", "INFO"},
+		{[]string{"preview", "--stack", "--log-level"}, "", "INFO"},
+		{nil, "1", "DEBUG"},
+	} {
+		getenv := func(k string) string {
+			if k == "RUNNER_DEBUG" {
+				return tc.debug
+			}
+			return ""
+		}
+		if got := klogLevel(tc.args, getenv).String(); got != tc.want {
+			t.Errorf("klogLevel(%q, RUNNER_DEBUG=%q) = %s, want %s", tc.args, tc.debug, got, tc.want)
+		}
+	}
+}
