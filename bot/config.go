@@ -466,7 +466,7 @@ func checkPrivateKey(key string) error {
 
 // clusters is how stacks reach their cluster, as configured.
 func (c *Config) clusters() runtimes.Clusters {
-	return runtimes.Clusters{Kubeconfigs: c.Kubeconfigs, SpecAllow: c.specAllow, Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}
+	return runtimes.Clusters{Kubeconfigs: c.Kubeconfigs, KubeconfigsName: "KUSIONPR_KUBECONFIGS", SpecAllow: c.specAllow, Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}
 }
 
 // runtimes is how the bot's stacks reach their clusters and run

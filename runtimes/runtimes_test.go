@@ -118,7 +118,9 @@ func TestOperatorKubeconfigNamed(t *testing.T) {
 		{"the input", Clusters{Kubeconfig: empty, KubeconfigName: "input kubeconfig"},
 			"kubernetes runtime: load kubeconfig " + empty + " (input kubeconfig): the file holds no current context"},
 		{"the workspace's", Clusters{Kubeconfig: empty, KubeconfigName: "input kubeconfig", Kubeconfigs: map[string]string{"dev": ws}},
-			"kubernetes runtime: load kubeconfig " + ws + ": the file holds no current context"},
+			"kubernetes runtime: load kubeconfig " + ws + " (workspace dev): the file holds no current context"},
+		{"the workspace's, by its setting", Clusters{Kubeconfigs: map[string]string{"dev": ws}, KubeconfigsName: "KUSIONPR_KUBECONFIGS"},
+			"kubernetes runtime: load kubeconfig " + ws + " (KUSIONPR_KUBECONFIGS, workspace dev): the file holds no current context"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rts, err := Factory{Clusters: tc.c}.Runtimes(t.Context(), workflow.RuntimeTarget{Stack: st, Workspace: "dev", Spec: &model.Spec{}})

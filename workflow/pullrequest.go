@@ -89,6 +89,12 @@ type Change struct {
 	// the command in it (the bot's logger does, With); Change adds only
 	// the stack, so no key appears twice in one JSON line.
 	Log *slog.Logger
+	// Prepare, if set, runs for each touched stack that still exists,
+	// before the stack is loaded, with its folder (absolute, and as the
+	// repository names it): the action's generate-command, writing the
+	// stack's spec.yaml. Its error fails the stack alone, reported as the
+	// stack's error; nothing else runs for it.
+	Prepare func(ctx context.Context, dir, stack string) error
 }
 
 // StackOutcome is what happened to one stack.
@@ -359,8 +365,16 @@ func (c *Change) run(ctx context.Context, st AffectedStack, edited map[string]bo
 	}
 	log.Info("running", "operation", cmd, "dryRun", opts.DryRun)
 	dir := filepath.Join(c.Root, filepath.FromSlash(st.Dir))
-	so.deployment = c.beginDeployment(ctx, cmd, st.Dir, dir, opts, log)
-	run := c.Runner.RunStack(ctx, cmd, dir, opts)
+	var run *StackResult
+	if c.Prepare != nil && !st.Deleted {
+		if err := c.Prepare(ctx, dir, st.Dir); err != nil {
+			run = &StackResult{Err: err}
+		}
+	}
+	if run == nil {
+		so.deployment = c.beginDeployment(ctx, cmd, st.Dir, dir, opts, log)
+		run = c.Runner.RunStack(ctx, cmd, dir, opts)
+	}
 	so.Result, so.Err = run, c.relative(run.Err)
 	if run.Skipped != "" {
 		log.Info("skipped", "reason", run.Skipped)

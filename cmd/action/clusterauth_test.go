@@ -17,9 +17,12 @@ import (
 // specs reach the cluster through an exec plugin, a tokenFile outside the
 // checkout and a KUBECONFIG_PATH outside the checkout. By default each
 // stack's comment names the field and the input spec-kubeconfig-allow, the
-// step fails, and the plugin never ran. With exec and files allowed the
-// three preview against the test cluster, and the plugin's environment
-// held neither the GitHub token nor the kubeconfig input.
+// step fails, and the plugin never ran; with the input kubeconfig given,
+// it takes the place of the path outside the checkout (that stack is
+// previewed with it, the file never read), and the spec's own content is
+// refused all the same. With exec and files allowed the three preview
+// against the test cluster, and the plugin's environment held neither the
+// GitHub token nor the kubeconfig input.
 func TestSpecKubeconfigRefusedUnlessAllowed(t *testing.T) {
 	kc := testenv.Kubeconfig(t)
 	operatorKubeconfig, err := os.ReadFile(kc)
@@ -58,15 +61,30 @@ func TestSpecKubeconfigRefusedUnlessAllowed(t *testing.T) {
 		return ""
 	}
 
-	run := runAction(t, gh, root, "pull_request", ev, env)
-	if run.code == 0 {
-		t.Errorf("the step succeeded with every stack refused")
-	}
-	for _, s := range stacks {
-		body := stackComment(s.Dir)
-		for _, want := range append([]string{":x: Preview of stack", "spec context"}, s.Refusal...) {
-			if !strings.Contains(body, want) {
-				t.Errorf("%s: the comment lacks %q:\n%s", s.Dir, want, body)
+	for _, input := range []string{"", string(operatorKubeconfig)} {
+		env["INPUT_KUBECONFIG"] = input
+		run := runAction(t, gh, root, "pull_request", ev, env)
+		if run.code == 0 {
+			t.Errorf("the step succeeded with stacks refused")
+		}
+		for _, s := range stacks {
+			body := stackComment(s.Dir)
+			if input != "" && strings.HasSuffix(s.Dir, "outside/dev") {
+				// The operator's kubeconfig is the one meant for
+				// this runner: the spec's path gives way to it.
+				if !strings.Contains(body, ":memo: Preview of stack") || !strings.Contains(body, "v1:ConfigMap:"+s.Namespace+":settings") {
+					t.Errorf("%s: with the input kubeconfig, no preview:\n%s", s.Dir, body)
+				}
+				continue
+			}
+			want := append([]string{":x: Preview of stack", "spec context"}, s.Refusal...)
+			if strings.HasSuffix(s.Dir, "outside/dev") {
+				want = append(want, "or the operator gives the stacks a kubeconfig (the input kubeconfig or the input kubeconfigs)")
+			}
+			for _, want := range want {
+				if !strings.Contains(body, want) {
+					t.Errorf("%s (input kubeconfig %v): the comment lacks %q:\n%s", s.Dir, input != "", want, body)
+				}
 			}
 		}
 	}
@@ -80,7 +98,7 @@ func TestSpecKubeconfigRefusedUnlessAllowed(t *testing.T) {
 	}
 
 	env["INPUT_SPEC-KUBECONFIG-ALLOW"] = "exec, files"
-	run = runAction(t, gh, root, "pull_request", ev, env)
+	run := runAction(t, gh, root, "pull_request", ev, env)
 	if run.code != 0 {
 		t.Fatalf("allowed, the action exited %d\n%s", run.code, run.stderr)
 	}

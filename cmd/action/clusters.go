@@ -1,11 +1,16 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
+	"github.com/kusionpr/kusionpr/internal/confine"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -39,7 +44,7 @@ func (c clusterSettings) apply(opts *workflow.Options, f *runtimes.Factory) erro
 	if err != nil {
 		return fmt.Errorf("--kubeconfigs: %w", err)
 	}
-	f.Clusters = runtimes.Clusters{Kubeconfigs: kubeconfigs, SpecAllow: allow, Setting: "--spec-kubeconfig-allow"}
+	f.Clusters = runtimes.Clusters{Kubeconfigs: kubeconfigs, KubeconfigsName: "--kubeconfigs", SpecAllow: allow, Setting: "--spec-kubeconfig-allow"}
 	opts.ModuleEnv = list(*c.moduleEnv)
 	return nil
 }
@@ -61,4 +66,57 @@ func repositoryRoot(stack string) string {
 			return ""
 		}
 	}
+}
+
+// kubeconfigsInput reads the input kubeconfigs (WORKSPACE=FILE pairs, as
+// the bot's KUSIONPR_KUBECONFIGS) and the secrets of the files it names,
+// for the redactor. A file must lie outside the checkout once links are
+// followed: one in it is the pull request's, which would then choose how
+// the stacks authenticate. Errors name the workspace and the file, never
+// what it holds.
+func kubeconfigsInput(s, checkout string) (map[string]string, []string, error) {
+	pairs, err := runtimes.ParseKubeconfigs(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		secrets []string
+		errs    []error
+	)
+	for _, ws := range slices.Sorted(maps.Keys(pairs)) {
+		path := pairs[ws]
+		if !filepath.IsAbs(path) {
+			// Relative to the job's workspace, which is the checkout:
+			// refused below, but named as the job would find it.
+			path = filepath.Join(checkout, path)
+		}
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("workspace %s: %s: %w", ws, pairs[ws], pathless(err)))
+			continue
+		}
+		// A link in the checkout is the pull request's too, wherever it
+		// points: the path as written must stay out of it as well.
+		if confine.Within(checkout, real) || confine.WithinLexically(checkout, path) {
+			errs = append(errs, fmt.Errorf("workspace %s: %s lies in the checkout, which a pull request writes: name a file outside it (one an earlier step wrote from a secret, e.g. under $RUNNER_TEMP)", ws, pairs[ws]))
+			continue
+		}
+		b, err := os.ReadFile(real)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("workspace %s: %s: %w", ws, pairs[ws], pathless(err)))
+			continue
+		}
+		pairs[ws] = real
+		secrets = append(secrets, kubeconfigSecrets(string(b))...)
+	}
+	return pairs, secrets, errors.Join(errs...)
+}
+
+// pathless drops the path from a file error: the message names it once.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

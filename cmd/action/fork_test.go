@@ -107,16 +107,17 @@ func withoutMaskCommands(log string) string {
 // TestForkCredentialsNeedOptIn: a pull_request_target workflow hands the
 // kubeconfig to the action; a fork's pull request is previewed offline
 // against the prior release (nothing read live) unless the workflow sets
-// allow-fork-credentials. The fork's spec reads the kubeconfig the action
-// writes (a Terraform function) to print its token in the preview; the
-// token appears in no comment, check run, summary, output or log, either way.
+// allow-fork-credentials. The fork's spec reads the file where the action
+// once wrote the kubeconfig (a Terraform function) to print its token in
+// the preview; the action now keeps the input in memory, and the token
+// appears in no comment, check run, summary, output or log, either way.
 func TestForkCredentialsNeedOptIn(t *testing.T) {
 	kc := testenv.Kubeconfig(t)
 	binaries := testenv.TerraformBinaries(t)
 	cluster := newCountingCluster(t)
 	gh := githubfake.New(t)
 	repo := newPRRepo(t)
-	tmp := t.TempDir() // the action's os.TempDir(), where it writes the kubeconfig
+	tmp := t.TempDir() // the action's os.TempDir(), where it once wrote the kubeconfig
 	stack := "apps/web/dev"
 	ns := repo.ns(stack)
 	t.Cleanup(func() {
@@ -185,10 +186,8 @@ func TestForkCredentialsNeedOptIn(t *testing.T) {
 		case !tc.live && (read != 0 || !offline):
 			t.Errorf("%s: %d requests reached the cluster, offline note %v; want none, against the prior release only\n%s", tc.name, read, offline, comments[0].Body)
 		}
-		if !tc.live {
-			if _, err := os.Stat(filepath.Join(tmp, "kusionpr-kubeconfig")); err == nil {
-				t.Errorf("%s: the kubeconfig was written for an offline preview", tc.name)
-			}
+		if _, err := os.Stat(filepath.Join(tmp, "kusionpr-kubeconfig")); err == nil {
+			t.Errorf("%s: the kubeconfig was written to a file", tc.name)
 		}
 		if strings.Contains(comments[0].Body, "***") {
 			t.Logf("%s: the spec read the kubeconfig into the preview; its secret was redacted", tc.name)

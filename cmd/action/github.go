@@ -17,6 +17,7 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/kusionpr/kusionpr/githubapi"
+	"github.com/kusionpr/kusionpr/internal/undumpable"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
@@ -51,13 +52,30 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	token := in("github-token")
 	kubeconfig := in("kubeconfig")
 	// Read once, then out of the environment: no child (a module binary,
-	// Terraform, a kubeconfig's exec plugin when allowed) inherits them.
+	// Terraform, a kubeconfig's exec plugin when allowed, the
+	// generate-command) inherits them.
 	for _, name := range []string{"INPUT_GITHUB-TOKEN", "GITHUB_TOKEN", "INPUT_KUBECONFIG"} {
 		os.Unsetenv(name)
 	}
+	// The kernel keeps the environment the action started with, the
+	// token and the kubeconfig in it, in /proc/<pid>/environ, readable by
+	// every process of its user: the children above are such processes.
+	if err := undumpable.Set(); err != nil {
+		ga.Errorf("hide the action's process from its user's others: %v", err)
+		return 1
+	}
+	workspace := gctx.Workspace
+	if workspace == "" {
+		workspace, _ = os.Getwd()
+	}
+	kubeconfigs, kubeconfigsSecrets, err := kubeconfigsInput(in("kubeconfigs"), workspace)
+	if err != nil {
+		ga.Errorf("input kubeconfigs: %v", err)
+		return 2
+	}
 	// The runner masks the credentials in the log; everything else the
 	// action writes (comments, check runs, the summary) it redacts itself.
-	red := newRedactor(append(kubeconfigSecrets(kubeconfig), token)...)
+	red := newRedactor(append(append(kubeconfigSecrets(kubeconfig), kubeconfigsSecrets...), token)...)
 	for _, s := range red.secrets {
 		ga.AddMask(s)
 	}
@@ -124,10 +142,6 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		return 2
 	}
 
-	workspace := gctx.Workspace
-	if workspace == "" {
-		workspace, _ = os.Getwd()
-	}
 	root := filepath.Join(workspace, in("root"))
 	opts := workflow.Options{
 		Workspace: in("workspace"), Backend: in("backend"), Logger: log,
@@ -150,7 +164,9 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		ga.Errorf("input spec-kubeconfig-allow: %v", err)
 		return 2
 	}
-	rts.Clusters = runtimes.Clusters{SpecAllow: allow, Setting: "the input spec-kubeconfig-allow"}
+	// The names also tell a refused stack which inputs would help.
+	rts.Clusters = runtimes.Clusters{SpecAllow: allow, Setting: "the input spec-kubeconfig-allow",
+		Kubeconfigs: kubeconfigs, KubeconfigsName: "the input kubeconfigs", KubeconfigName: "the input kubeconfig"}
 	if d := in("lease"); d != "" {
 		if opts.Lease, err = time.ParseDuration(d); err != nil {
 			ga.Errorf("input lease: %v", err)
@@ -181,22 +197,20 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		ga.Errorf("input allow-fork-credentials: %q is not true or false", in("allow-fork-credentials"))
 		return 2
 	}
-	forks := workflow.DecideFork(pr, false, allowFork && (kubeconfig != "" || os.Getenv("KUBECONFIG") != ""))
+	forks := workflow.DecideFork(pr, false, allowFork && (kubeconfig != "" || len(kubeconfigs) > 0 || os.Getenv("KUBECONFIG") != ""))
 	forkOffline := forks.Offline
 	if forkOffline {
 		// Nothing of the cluster's is handed on to the run.
 		kubeconfig = ""
+		rts.Clusters.Kubeconfigs = nil
 		os.Unsetenv("KUBECONFIG")
 	}
 	if kubeconfig != "" {
-		path := filepath.Join(os.TempDir(), "kusionpr-kubeconfig")
-		if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
-			ga.Errorf("kubeconfig: %v", err)
-			return 1
-		}
 		// The runtimes' fallback, where the workspace and the spec name
-		// none, as $KUBECONFIG would be.
-		rts.Clusters.Kubeconfig, rts.Clusters.KubeconfigName = path, "input kubeconfig"
+		// none (or name a file of the runner), as $KUBECONFIG would be.
+		// Kept in memory: no file of it lies on the runner for a
+		// provider or the generate-command to read.
+		rts.Clusters.KubeconfigContent = kubeconfig
 	}
 	if opts.RecordUnchanged, err = strconv.ParseBool(cmp.Or(in("record-unchanged"), "false")); err != nil {
 		ga.Errorf("input record-unchanged: %q is not true or false", in("record-unchanged"))
@@ -233,6 +247,19 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	}
 	if n, _ := strconv.Atoi(in("max-comments")); n > 0 {
 		change.MaxParts = n
+	}
+	if command := in("generate-command"); command != "" {
+		g := &generator{command: command, timeout: defaultGenerateTimeout, maxOutput: maxGenerateOutput,
+			// The environment as it is now, the inputs read and unset;
+			// a fork's code gets no credential (allow-fork-credentials).
+			env: generatorEnv(os.Environ(), forkOffline), log: red.Writer(os.Stdout)}
+		if v := in("generate-timeout"); v != "" {
+			if g.timeout, err = time.ParseDuration(v); err != nil || g.timeout <= 0 {
+				ga.Errorf("input generate-timeout: %q is not a duration such as 10m", v)
+				return 2
+			}
+		}
+		change.Prepare = g.run
 	}
 	switch change.Comment {
 	case "", "always", "on-change", "combined", "never":

@@ -36,6 +36,7 @@ import (
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/engine/spec"
+	"github.com/kusionpr/kusionpr/internal/kubelog"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/policy"
 	"github.com/kusionpr/kusionpr/report"
@@ -48,6 +49,10 @@ import (
 func main() {
 	// A child this program started to evaluate a repository's policies in.
 	policy.ServeIfSandbox()
+	// client-go logs through klog, once for the process, what it also
+	// returns to the run, which reports it: its lines are debug lines,
+	// shown with --log-level debug or the runner's debug logging.
+	kubelog.Route(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: klogLevel(os.Args[1:], os.Getenv)})))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	if os.Getenv("GITHUB_ACTIONS") == "true" && len(os.Args) == 1 {
@@ -59,6 +64,29 @@ func main() {
 	}
 	stop()
 	os.Exit(code)
+}
+
+// klogLevel is the level of the process's log of client-go's own lines
+// (kubelog): debug when a command's --log-level asks for it, or the
+// runner's debug logging is on (RUNNER_DEBUG), info otherwise, which
+// leaves them out.
+func klogLevel(args []string, getenv func(string) string) slog.Level {
+	if getenv("RUNNER_DEBUG") == "1" {
+		return slog.LevelDebug
+	}
+	for i, a := range args {
+		name, value, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "log-level" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !ok && i+1 < len(args) {
+			value = args[i+1]
+		}
+		if strings.EqualFold(value, "debug") {
+			return slog.LevelDebug
+		}
+	}
+	return slog.LevelInfo
 }
 
 // newRunner is the runner of stacks with rts, evaluating policies in a

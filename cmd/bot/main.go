@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/bot"
+	"github.com/kusionpr/kusionpr/internal/kubelog"
+	"github.com/kusionpr/kusionpr/internal/undumpable"
 	"github.com/kusionpr/kusionpr/policy"
 )
 
@@ -54,6 +56,9 @@ func main() {
 
 func run(getenv func(string) string, stderr *os.File) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	// client-go's own error lines repeat what the run reports: debug
+	// records of the bot's logger (kubelog).
+	kubelog.Route(log)
 	cfg, err := bot.LoadConfig(getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "bot: %v\n", err)
@@ -65,7 +70,7 @@ func run(getenv func(string) string, stderr *os.File) int {
 	for _, name := range bot.SecretVariables() {
 		os.Unsetenv(name)
 	}
-	if err := undumpable(); err != nil {
+	if err := undumpable.Set(); err != nil {
 		fmt.Fprintf(stderr, "bot: hide the process from its user's others: %v\n", err)
 		return 2
 	}

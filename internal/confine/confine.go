@@ -44,11 +44,22 @@ func Within(root, real string) bool {
 	if err != nil {
 		return false
 	}
-	r, err = filepath.Abs(r)
+	return WithinLexically(r, real)
+}
+
+// WithinLexically says whether path, as written (absolute, or relative to
+// the working folder; no link followed), lies in root, as written too: for
+// a path that need not exist, or whose links are someone else's to set.
+func WithinLexically(root, path string) bool {
+	r, err := filepath.Abs(root)
 	if err != nil {
 		return false
 	}
-	rel, err := filepath.Rel(r, real)
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(r, p)
 	if err != nil {
 		return false
 	}

@@ -1,16 +1,21 @@
 package kubernetes
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -107,30 +112,53 @@ func (c Config) withDefaults() Config {
 // restConfig resolves the kubeconfig: content, then path, then $KUBECONFIG and
 // ~/.kube/config (clientcmd's loading rules), then in-cluster.
 func (c Config) restConfig() (*rest.Config, error) {
+	rc, _, err := c.resolve()
+	return rc, err
+}
+
+// resolve is restConfig, also saying which kubeconfig, context and server
+// it chose, for the errors of a cluster that cannot be reached.
+func (c Config) resolve() (*rest.Config, ClusterRef, error) {
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.Context}
-	var cc clientcmd.ClientConfig
+	var (
+		cc  clientcmd.ClientConfig
+		ref ClusterRef
+	)
 	switch {
 	case c.Loaded != nil:
 		cc = clientcmd.NewDefaultClientConfig(*c.Loaded, overrides)
+		ref.Kubeconfig = cmp.Or(c.KubeconfigName, "the spec's kubeconfig")
 	case c.KubeconfigContent != "":
 		raw, err := clientcmd.Load([]byte(c.KubeconfigContent))
 		if err != nil {
-			return nil, fmt.Errorf("parse %s: %w", ContextKubeconfigContent, err)
+			// Not clientcmd's error: a YAML error quotes the content.
+			return nil, ref, fmt.Errorf("parse %s: %w", cmp.Or(c.KubeconfigName, ContextKubeconfigContent), loadError(err))
 		}
 		cc = clientcmd.NewDefaultClientConfig(*raw, overrides)
+		ref.Kubeconfig = cmp.Or(c.KubeconfigName, "the kubeconfig given as content")
 	default:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		if c.Kubeconfig != "" {
 			rules.ExplicitPath = c.Kubeconfig
 		}
 		cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+		switch env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); {
+		case c.Kubeconfig != "" && c.KubeconfigName != "":
+			ref.Kubeconfig = c.Kubeconfig + " (" + c.KubeconfigName + ")"
+		case c.Kubeconfig != "":
+			ref.Kubeconfig = c.Kubeconfig
+		case env != "":
+			ref.Kubeconfig = env + " ($KUBECONFIG)"
+		default:
+			ref.Kubeconfig = clientcmd.RecommendedHomeFile + " (~/.kube/config)"
+		}
 	}
 	rc, err := cc.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) && c.Loaded == nil && c.KubeconfigContent == "" && c.Kubeconfig == "" {
 			// client-go's words ("try setting KUBERNETES_MASTER") name
 			// neither where it looked nor what a user of ours would set.
-			return nil, noCluster(lookedIn{
+			return nil, ref, noCluster(lookedIn{
 				kubeconfigEnv: os.Getenv(clientcmd.RecommendedConfigPathEnvVar),
 				homeFile:      clientcmd.RecommendedHomeFile,
 				serviceHost:   os.Getenv("KUBERNETES_SERVICE_HOST"),
@@ -145,12 +173,19 @@ func (c Config) restConfig() (*rest.Config, error) {
 			if clientcmd.IsEmptyConfig(err) && c.Loaded == nil && c.KubeconfigContent == "" {
 				// Not client-go's "try setting KUBERNETES_MASTER": the
 				// file named is what is wrong.
-				return nil, fmt.Errorf("load kubeconfig %s: the file %s", where, fileState(c.Kubeconfig))
+				return nil, ref, fmt.Errorf("load kubeconfig %s: the file %s", where, fileState(c.Kubeconfig))
 			}
-			return nil, fmt.Errorf("load kubeconfig %s: %w", where, err)
+			return nil, ref, fmt.Errorf("load kubeconfig %s: %w", where, err)
 		}
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
+		return nil, ref, fmt.Errorf("load kubeconfig %s: %w", ref.Kubeconfig, err)
 	}
+	if raw, err := cc.RawConfig(); err == nil && (c.Context != "" || raw.CurrentContext != "") {
+		ref.Context = cmp.Or(c.Context, raw.CurrentContext)
+	} else if c.Loaded == nil && c.KubeconfigContent == "" && c.Kubeconfig == "" {
+		// No kubeconfig gave a context: client-go fell back to the pod's.
+		ref.Kubeconfig = "the pod's ServiceAccount (in-cluster)"
+	}
+	ref.Server = serverName(rc.Host)
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = c.QPS, c.Burst
 	rc.UserAgent = "kusionpr"
@@ -158,7 +193,94 @@ func (c Config) restConfig() (*rest.Config, error) {
 	if c.WrapTransport != nil {
 		rc.Wrap(c.WrapTransport)
 	}
-	return rc, nil
+	return rc, ref, nil
+}
+
+// ClusterRef says how a runtime reaches its cluster: which kubeconfig (a
+// file or the setting that named it, never its content), context and
+// server. Errors of a cluster that cannot be reached carry it.
+type ClusterRef struct {
+	Kubeconfig, Context, Server string
+}
+
+func (r ClusterRef) String() string {
+	var parts []string
+	if r.Server != "" {
+		parts = append(parts, "server "+r.Server)
+	}
+	if r.Context != "" {
+		parts = append(parts, "context "+quoteName(r.Context))
+	}
+	if r.Kubeconfig != "" {
+		parts = append(parts, "kubeconfig "+r.Kubeconfig)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// serverName is the API server's URL without credentials a kubeconfig may
+// have written into it (https://user:password@host).
+func serverName(host string) string {
+	u, err := url.Parse(host)
+	if err != nil || u.Host == "" {
+		if i := strings.LastIndex(host, "@"); i >= 0 {
+			return host[i+1:]
+		}
+		return host
+	}
+	u.User = nil
+	return u.String()
+}
+
+// ReachError is an error of a request that did not get an answer from
+// the cluster (a refused or timed out connection, TLS, DNS) or was refused
+// its credentials (401): it names the kubeconfig, context and server used,
+// which are what a user checks.
+type ReachError struct {
+	Cluster ClusterRef
+	Err     error
+}
+
+func (e *ReachError) Error() string {
+	return fmt.Sprintf("%v (cluster: %s)", e.Err, e.Cluster)
+}
+
+func (e *ReachError) Unwrap() error { return e.Err }
+
+// reach wraps err in a ReachError when it is one of reaching the cluster
+// and is not one already.
+func (r *Runtime) reach(err error) error {
+	var re *ReachError
+	if err == nil || errors.As(err, &re) || !unreached(err) {
+		return err
+	}
+	return &ReachError{Cluster: r.cluster, Err: err}
+}
+
+// unreached says whether err is, or holds, a request that got no answer
+// from the server, or a 401. Discovery reports failed groups in errors
+// that do not unwrap, so those are looked into.
+func unreached(err error) bool {
+	var ue *url.Error
+	if errors.As(err, &ue) || apierrors.IsUnauthorized(err) {
+		return true
+	}
+	var gd *discovery.ErrGroupDiscoveryFailed
+	if errors.As(err, &gd) {
+		for _, e := range gd.Groups {
+			if unreached(e) {
+				return true
+			}
+		}
+	}
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		for _, e := range agg.Errors() {
+			if unreached(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // serviceAccountToken is where a pod's ServiceAccount token is mounted

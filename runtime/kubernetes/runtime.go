@@ -43,16 +43,24 @@ type Runtime struct {
 	warns warnings
 	// schemas checks the objects a dry run cannot (checkWithoutNamespace).
 	schemas *openAPISchemas
+	// cluster is how the cluster is reached, as errors of reaching it
+	// say (ReachError).
+	cluster ClusterRef
 }
 
 // New connects lazily: no request is made until the first operation.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg = cfg.withDefaults()
-	rc, err := cfg.restConfig()
+	rc, cluster, err := cfg.resolve()
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes runtime: %w", err)
 	}
-	return newFromREST(rc, cfg)
+	r, err := newFromREST(rc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.cluster = cluster
+	return r, nil
 }
 
 func newFromREST(rc *rest.Config, cfg Config) (*Runtime, error) {
@@ -90,7 +98,7 @@ func (r *Runtime) Read(ctx context.Context, prior *model.Resource, res model.Res
 	}
 	obj, err := r.get(ctx, res.ID)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", res.ID, err)
+		return nil, r.reach(fmt.Errorf("read %s: %w", res.ID, err))
 	}
 	if obj == nil {
 		return nil, nil
@@ -133,7 +141,7 @@ func (r *Runtime) Apply(ctx context.Context, prior *model.Resource, desired mode
 	}
 	obj, err := r.apply(ctx, desired, dryRun)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", verb, desired.ID, err)
+		return nil, r.reach(fmt.Errorf("%s %s: %w", verb, desired.ID, err))
 	}
 	return result(desired, obj), nil
 }
@@ -223,7 +231,7 @@ func applyBody(t target, attrs map[string]any) (map[string]any, error) {
 // object that does not exist, or whose kind is not served, is deleted.
 func (r *Runtime) Delete(ctx context.Context, res model.Resource) error {
 	if err := r.delete(ctx, res.ID); err != nil {
-		return fmt.Errorf("delete %s: %w", res.ID, err)
+		return r.reach(fmt.Errorf("delete %s: %w", res.ID, err))
 	}
 	return nil
 }
@@ -266,7 +274,7 @@ func (r *Runtime) delete(ctx context.Context, id string) error {
 // discovery, so objects of it can be applied right after.
 func (r *Runtime) Watch(ctx context.Context, res model.Resource) error {
 	if err := r.watch(ctx, res.ID); err != nil {
-		return fmt.Errorf("watch %s: %w", res.ID, err)
+		return r.reach(fmt.Errorf("watch %s: %w", res.ID, err))
 	}
 	return nil
 }

@@ -99,6 +99,13 @@ type SpecContext struct {
 	Setting string
 }
 
+// ErrOutsideCheckout is returned, wrapped, when a spec's KUBECONFIG_PATH
+// lies outside the checkout and the allowance does not permit it: the
+// runner's file such a path names (Kusion's docs write /path/to/kubeconfig
+// or ~/.kube/config) is not the spec's to choose, and an operator's
+// kubeconfig may take its place (runtimes.Clusters).
+var ErrOutsideCheckout = errors.New("the file lies outside the checkout")
+
 // maxKubeconfig bounds the file KUBECONFIG_PATH names.
 const maxKubeconfig = 1 << 20
 
@@ -149,7 +156,7 @@ func FromSpecContext(sc SpecContext) (c Config, ok bool, err error) {
 	if err := sc.check(field, raw); err != nil {
 		return c, false, err
 	}
-	return Config{Loaded: raw, ForceConflicts: true}, true, nil
+	return Config{Loaded: raw, KubeconfigName: "the spec's context " + field, ForceConflicts: true}, true, nil
 }
 
 // readPath reads the kubeconfig file KUBECONFIG_PATH names: in the checkout
@@ -160,12 +167,18 @@ func (sc SpecContext) readPath(path string) (origin string, raw *clientcmdapi.Co
 		root = sc.StackDir
 	}
 	real, err := confine.Resolve(root, sc.StackDir, path)
+	if err != nil && !errors.Is(err, confine.ErrOutside) && outside(root, sc.StackDir, path) {
+		// A file that does not exist is outside all the same when its
+		// path leaves the checkout: it names the runner's, not the
+		// repository's.
+		err = confine.ErrOutside
+	}
 	switch {
 	case errors.Is(err, confine.ErrOutside) && sc.Allow.Files:
-		real, err = filepath.EvalSymlinks(absolute(sc.StackDir, path))
+		real, err = filepath.EvalSymlinks(absolute(sc.StackDir, expandHome(path)))
 	case errors.Is(err, confine.ErrOutside):
-		return "", nil, fmt.Errorf("spec context %s: the file lies outside the checkout, and a spec may name only files of its own repository; %s",
-			ContextKubeconfigPath, sc.allowHint(AllowFiles))
+		return "", nil, fmt.Errorf("spec context %s: %w, and a spec may name only files of its own repository; %s",
+			ContextKubeconfigPath, ErrOutsideCheckout, sc.allowHint(AllowFiles))
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -255,6 +268,28 @@ func quoteName(s string) string {
 		s = s[:64] + "…"
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// outside says whether path, as written, leaves root: absolute and not in
+// it, under the home folder (~), or climbing out with "..". Links are
+// followed by confine.Resolve; this is for a path that does not exist.
+func outside(root, base, path string) bool {
+	if path == "~" || strings.HasPrefix(path, "~/") {
+		return true
+	}
+	return !confine.WithinLexically(root, absolute(base, path))
+}
+
+// expandHome reads a leading ~ as the home folder, as a shell would.
+func expandHome(p string) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~"))
 }
 
 func absolute(base, p string) string {

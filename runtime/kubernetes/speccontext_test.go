@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,16 @@ func TestFromSpecContext(t *testing.T) {
 			wantErr: []string{"KUBECONFIG_PATH: the file lies outside the checkout"}},
 		{name: "path outside, files allowed", allow: Allowance{Files: true}, ctx: map[string]any{ContextKubeconfigPath: filepath.Join(outside, "kubeconfig")}, host: "https://example.test:6443"},
 		{name: "missing file", ctx: map[string]any{ContextKubeconfigPath: "nope"}, wantErr: []string{"KUBECONFIG_PATH: no such file (a relative path is relative to the stack's folder)"}},
+		// Kusion's workspaces name the runner's file; one that does not
+		// exist is outside all the same, so an operator's may replace it.
+		{name: "Kusion's /path/to/kubeconfig", ctx: map[string]any{ContextKubeconfigPath: "/path/to/kubeconfig"},
+			wantErr: []string{"spec context KUBECONFIG_PATH: the file lies outside the checkout"}},
+		{name: "Kusion's ~/.kube/config", ctx: map[string]any{ContextKubeconfigPath: "~/.kube/config"},
+			wantErr: []string{"spec context KUBECONFIG_PATH: the file lies outside the checkout"}},
+		{name: "missing, climbing out", ctx: map[string]any{ContextKubeconfigPath: "../../../nowhere/kubeconfig"},
+			wantErr: []string{"spec context KUBECONFIG_PATH: the file lies outside the checkout"}},
+		{name: "/path/to/kubeconfig, files allowed", allow: Allowance{Files: true}, ctx: map[string]any{ContextKubeconfigPath: "/path/to/kubeconfig"},
+			wantErr: []string{"KUBECONFIG_PATH: no such file"}},
 		{name: "not a string", ctx: map[string]any{ContextKubeconfigPath: 3}, wantErr: []string{"spec context KUBECONFIG_PATH: want a string, got a int"}},
 		{name: "content wins over path", ctx: map[string]any{ContextKubeconfigContent: inline, ContextKubeconfigPath: "/etc/does-not-matter"}, host: "https://example.test:6443"},
 	}
@@ -84,6 +95,10 @@ func TestFromSpecContext(t *testing.T) {
 					if !strings.Contains(err.Error(), want) {
 						t.Errorf("error %q\nlacks %q", err, want)
 					}
+				}
+				outsideErr := strings.Contains(tt.wantErr[0], "outside the checkout")
+				if errors.Is(err, ErrOutsideCheckout) != outsideErr {
+					t.Errorf("errors.Is(err, ErrOutsideCheckout) = %v, want %v: %v", !outsideErr, outsideErr, err)
 				}
 				for _, secret := range []string{"runner-secret-token", "/tmp/pwned", outside, "inline-token-value"} {
 					if strings.Contains(err.Error(), secret) {
@@ -101,7 +116,7 @@ func TestFromSpecContext(t *testing.T) {
 				}
 				return
 			}
-			if !ok || c.Loaded == nil || !c.ForceConflicts {
+			if !ok || c.Loaded == nil || !c.ForceConflicts || !strings.HasPrefix(c.KubeconfigName, "the spec's context KUBECONFIG_") {
 				t.Fatalf("ok %v, config %+v", ok, c)
 			}
 			rc, err := c.withDefaults().restConfig()
