@@ -642,3 +642,34 @@ func readPids(t *testing.T, run string) []server {
 	}
 	return out
 }
+
+// TestFuzzCoordinatorDeadlineOnly: the fuzz step lets pass a run whose only
+// failure is Go 1.26's coordinator missing its own -fuzztime deadline
+// (go.dev/issue/75804), and only that: a failing input, or the target's
+// own message beside the deadline, still fails make test.
+func TestFuzzCoordinatorDeadlineOnly(t *testing.T) {
+	tests := []struct {
+		name string
+		log  string
+		want bool
+	}{
+		{"the coordinator's deadline alone", "fuzz: elapsed: 15s, execs: 374 (0/sec)\n--- FAIL: FuzzX (16.07s)\n    context deadline exceeded\nFAIL\nexit status 1\n", true},
+		{"a failing input", "--- FAIL: FuzzX (3.01s)\n    --- FAIL: FuzzX (0.00s)\n        x_test.go:70: boom\n    Failing input written to testdata/fuzz/FuzzX/abc\nFAIL\n", false},
+		{"the target's own deadline message", "--- FAIL: FuzzX (16.00s)\n    context deadline exceeded\n    x_test.go:70: Latest ran to its deadline\nFAIL\n", false},
+		{"a panic", "panic: runtime error: index out of range\n--- FAIL: FuzzX (0.10s)\nFAIL\n", false},
+	}
+	fn, err := exec.Command("sed", "-n", "/^coordinator_deadline()/,/^}/p", "gosteps.sh").Output()
+	if err != nil || !bytes.Contains(fn, []byte("coordinator_deadline()")) {
+		t.Fatalf("coordinator_deadline not found in gosteps.sh: %v", err)
+	}
+	for _, tt := range tests {
+		logf := filepath.Join(t.TempDir(), "fuzz.log")
+		if err := os.WriteFile(logf, []byte(tt.log), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := exec.Command("bash", "-c", string(fn)+"\ncoordinator_deadline \"$1\"", "bash", logf).Run()
+		if got := err == nil; got != tt.want {
+			t.Errorf("%s: taken for the coordinator's deadline = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
