@@ -2,6 +2,7 @@ package runtimes
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,7 +16,7 @@ import (
 )
 
 // TestSpecKubeconfigRefusedBeforeAnything: a stack whose spec's context
-// brings an exec plugin fails before the release store is opened or a
+// brings an exec plugin fails before a release is read or written or a
 // client built; the plugin's command never runs. A kubeconfig the operator
 // set for the stack's workspace wins over the spec's, so its plugin does
 // not run either.
@@ -51,13 +52,24 @@ context:
 	f := &Factory{Clusters: Clusters{Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}}
 	runner := &workflow.Runner{Runtimes: f}
 
-	run := runner.RunStack(context.Background(), workflow.Preview, stack, opts)
+	// An apply: a check made after the stack was taken would leave a
+	// release in the store.
+	run := runner.RunStack(context.Background(), workflow.Apply, stack, opts)
 	want := "stack " + stack + `: spec context KUBECONFIG_CONTENT: user "evil": exec (a credential plugin: it would run a command on the runner) is not allowed in a spec; the operator allows it by adding exec to KUSIONPR_SPEC_KUBECONFIG_ALLOW`
 	if run.Err == nil || run.Err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", run.Err, want)
 	}
-	if _, err := os.Stat(store); !os.IsNotExist(err) {
-		t.Errorf("the release store was opened (%v): the check must come first", err)
+	// The store is open by then (it holds the operator's workspaces, read
+	// before generating), but nothing is taken or written in it.
+	var written []string
+	filepath.WalkDir(store, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			written = append(written, p)
+		}
+		return nil
+	})
+	if len(written) > 0 {
+		t.Errorf("the refused stack wrote into the release store: %v", written)
 	}
 
 	// The operator's kubeconfig for the workspace: the spec's is not even
