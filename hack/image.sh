@@ -9,6 +9,10 @@
 #   gcr.io/distroless/static-debian12  CA certificates, /etc/passwd and
 #                                    /etc/group (root, nonroot 65532, nobody),
 #                                    time zones and a /tmp of mode 1777, on scratch
+#   gcr.io/distroless/python3-debian12 the static base plus Debian's Python 3.11
+#                                    and the libraries it loads (the files of
+#                                    its packages, as distroless takes them):
+#                                    KCL's runtime runs on it
 # releases.hashicorp.com is not reachable either: the build is given the test
 # environment's OpenTofu binary as TERRAFORM_FILE, checked against its own
 # SHA-256 by the same hack/install-terraform.sh that downloads and checks
@@ -35,6 +39,15 @@ LOGS=$DIR/logs
 IMAGE=localhost/kusionpr:dev
 GO_BASE=docker.io/library/golang:1.26-bookworm
 STATIC_BASE=gcr.io/distroless/static-debian12:latest
+PYTHON_BASE=gcr.io/distroless/python3-debian12:latest
+# The packages of Python 3.11 whose files the Python base holds: the
+# interpreter and its standard library and what they load, without the
+# package manager, perl, tar and documentation that apt's closure of them
+# also names (distroless leaves those out too).
+PYTHON_PACKAGES="python3.11-minimal libpython3.11-minimal libpython3.11-stdlib media-types
+  libbz2-1.0 libc6 libcom-err2 libcrypt1 libdb5.3 libexpat1 libffi8 libgcc-s1 libgdbm-compat4 libgdbm6
+  libgssapi-krb5-2 libk5crypto3 libkeyutils1 libkrb5-3 libkrb5support0 liblzma5 libncursesw6 libnsl2
+  libreadline8 libsqlite3-0 libssl3 libtinfo6 libtirpc-common libtirpc3 libuuid1 zlib1g"
 DEBIAN_MIRROR=${KUSIONPR_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 ROOTFS=$DIR/bookworm-rootfs
 # Where the Terraform binary is put in the build context for TERRAFORM_FILE
@@ -159,6 +172,47 @@ EOF
   bh commit --rm -q "$ctr" "$STATIC_BASE" >/dev/null
 }
 
+# make_python_base: the stand-in for gcr.io/distroless/python3-debian12:
+# the static base plus the files of PYTHON_PACKAGES, installed by apt in a
+# container of the Go base (the bookworm root filesystem) and copied out,
+# documentation left behind. Remade when the static or Go base changes.
+make_python_base() {
+  local want ctr mnt out omnt pkg
+  want="$(image_id "$STATIC_BASE") $(image_id "$GO_BASE") $(echo "$PYTHON_PACKAGES" | sha256sum | cut -c1-16)"
+  if have_image "$PYTHON_BASE" && [ "$(cat "$DIR/python-base.stamp" 2>/dev/null)" = "$want|$(image_id "$PYTHON_BASE")" ]; then return; fi
+  log "making $PYTHON_BASE from Debian's Python 3.11 packages"
+  ctr=$(bh from --pull=never "$GO_BASE")
+  # shellcheck disable=SC2086 # the package list is words
+  step python-packages bh run --isolation chroot "$ctr" -- sh -c \
+    "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(echo $PYTHON_PACKAGES) >/dev/null"
+  mnt=$(bh mount "$ctr")
+  out=$(bh from --pull=never "$STATIC_BASE")
+  omnt=$(bh mount "$out")
+  # bookworm's merged /usr: /lib64, /lib, /bin are links into /usr, and the
+  # packages list their files under both names.
+  for d in bin sbin lib lib64; do
+    if [ -L "$mnt/$d" ]; then
+      mkdir -p "$omnt/$(readlink "$mnt/$d")"
+      ln -sfn "$(readlink "$mnt/$d")" "$omnt/$d"
+    fi
+  done
+  for pkg in $PYTHON_PACKAGES; do
+    chroot "$mnt" dpkg-query -L "$pkg" >"$DIR/tmp/files" || die "$pkg is not installed in the Python base's build container"
+    (cd "$mnt" && grep -v -e '^/usr/share/doc' -e '^/usr/share/man' -e '^/usr/share/lintian' -e '^/\.$' "$DIR/tmp/files" |
+      while read -r f; do [ -d ".$f" ] && [ ! -L ".$f" ] || printf '.%s\0' "$f"; done |
+      tar --null --no-recursion -T - -cf -) | tar -C "$omnt" -xf -
+  done
+  rm -f "$DIR/tmp/files"
+  ln -sf python3.11 "$omnt/usr/bin/python3"
+  bh umount "$ctr" >/dev/null
+  bh rm "$ctr" >/dev/null
+  bh umount "$out" >/dev/null
+  # As distroless's own: the interpreter is the entrypoint.
+  bh config --entrypoint '["/usr/bin/python3.11"]' "$out"
+  bh commit --rm -q "$out" "$PYTHON_BASE" >/dev/null
+  echo "$want|$(image_id "$PYTHON_BASE")" >"$DIR/python-base.stamp"
+}
+
 # terraform_feed: the binary handed to the build, put into the context.
 # Prints its SHA-256.
 terraform_feed() {
@@ -179,7 +233,7 @@ inputs_key() {
   git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 || { echo "no-git-$(date +%s%N)"; return; }
   {
     git -C "$ROOT" ls-files -z -co --exclude-standard | sort -z | (cd "$ROOT" && xargs -0 -r sha256sum 2>/dev/null)
-    image_id "$GO_BASE"; image_id "$STATIC_BASE"; echo "$1"
+    image_id "$GO_BASE"; image_id "$STATIC_BASE"; image_id "$PYTHON_BASE"; echo "$1"
   } | sha256sum | cut -d' ' -f1
 }
 
@@ -194,6 +248,7 @@ build() {
   make_rootfs
   make_go_base
   make_static_base
+  make_python_base
   local sum key
   sum=$(terraform_feed)
   key=$(inputs_key "$sum")

@@ -47,6 +47,21 @@ func (g *Generator) StackWith(ctx context.Context, st *project.Stack, ws *Worksp
 	if err != nil {
 		return nil, err
 	}
+	return g.stackApps(ctx, st, ws, appFile, apps)
+}
+
+// StackCompiled generates the Spec of a stack from AppConfigurations its
+// main.k compiled to (data, YAML), with the workspace ws; file, the
+// main.k, is what messages name.
+func (g *Generator) StackCompiled(ctx context.Context, st *project.Stack, ws *Workspace, file string, data []byte) (*model.Spec, error) {
+	apps, err := ParseApps(file, data)
+	if err != nil {
+		return nil, err
+	}
+	return g.stackApps(ctx, st, ws, file, apps)
+}
+
+func (g *Generator) stackApps(ctx context.Context, st *project.Stack, ws *Workspace, appFile string, apps []App) (*model.Spec, error) {
 	ns, err := namespaceOf(st)
 	if err != nil {
 		return nil, err

@@ -1,8 +1,10 @@
 // Package project finds a Kusion project and its stacks on disk: a project
 // folder holds project.yaml; each stack folder below it holds stack.yaml and
-// either a ready spec.yaml (as `kusion generate` writes it) or main.yaml,
-// the stack's AppConfigurations, which engine/generate turns into a Spec
-// with a workspace (workspaces/<name>.yaml in the project or a folder above).
+// one of a ready spec.yaml (as `kusion generate` writes it), main.k (Kusion's
+// own input, KCL, with its kcl.mod; engine/kcl compiles it) or main.yaml,
+// the stack's AppConfigurations as main.k compiles to. engine/generate turns
+// the AppConfigurations into a Spec with a workspace (workspaces/<name>.yaml
+// in the project or a folder above).
 package project
 
 import (
@@ -27,8 +29,9 @@ const (
 	// AppFile holds a stack's AppConfigurations in YAML: what Kusion's
 	// main.k compiles to.
 	AppFile = "main.yaml"
-	// kclFile is Kusion's own input, which needs the KCL compiler.
-	kclFile = "main.k"
+	// KCLFile is Kusion's own input: AppConfigurations in KCL, compiled
+	// with the kcl.mod beside it (or above it).
+	KCLFile = "main.k"
 )
 
 // Project is project.yaml, in Kusion's shape.
@@ -198,11 +201,15 @@ const (
 	SpecInput Input = iota + 1
 	// AppInput: main.yaml, AppConfigurations to generate from.
 	AppInput
+	// KCLInput: main.k, compiled to AppConfigurations to generate from.
+	KCLInput
 )
 
-// Input says whether the stack holds a ready Spec or AppConfigurations,
-// and refuses a folder holding both (which one counts would be a guess) or
-// neither.
+// Input says whether the stack holds a ready Spec, AppConfigurations in
+// YAML or in KCL. A ready spec.yaml is used as it is even with main.k beside
+// it (the Spec `kusion generate` wrote from it, committed); main.yaml and
+// main.k together, or spec.yaml and main.yaml, are refused (which one
+// counts would be a guess), as is a folder with none.
 func (s *Stack) Input() (Input, error) {
 	var errs []error
 	has := func(name string) bool {
@@ -210,7 +217,7 @@ func (s *Stack) Input() (Input, error) {
 		errs = append(errs, err)
 		return ok
 	}
-	spec, app := has(SpecFile), has(AppFile)
+	spec, app, kcl := has(SpecFile), has(AppFile), has(KCLFile)
 	if err := errors.Join(errs...); err != nil {
 		return 0, fmt.Errorf("stack %s: %w", s.Name, err)
 	}
@@ -220,13 +227,15 @@ func (s *Stack) Input() (Input, error) {
 			s.Name, SpecFile, AppFile, s.Path, AppFile, SpecFile)
 	case spec:
 		return SpecInput, nil
+	case app && kcl:
+		return 0, fmt.Errorf("stack %s: both %s and %s in %s: keep the AppConfigurations in KCL (%s) or in YAML (%s), not both",
+			s.Name, KCLFile, AppFile, s.Path, KCLFile, AppFile)
 	case app:
 		return AppInput, nil
-	case has(kclFile):
-		return 0, fmt.Errorf("stack %s: %s needs the KCL compiler, which is not available here: write the AppConfigurations as YAML in %s, or commit the Spec `kusion generate` writes as %s",
-			s.Name, kclFile, AppFile, SpecFile)
+	case kcl:
+		return KCLInput, nil
 	}
-	return 0, fmt.Errorf("stack %s: no %s or %s in %s", s.Name, SpecFile, AppFile, s.Path)
+	return 0, fmt.Errorf("stack %s: no %s, %s or %s in %s", s.Name, SpecFile, KCLFile, AppFile, s.Path)
 }
 
 // Spec reads and validates the stack's ready spec.

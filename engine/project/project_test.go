@@ -30,6 +30,8 @@ func TestStackInput(t *testing.T) {
 		"p/app/stack.yaml": "name: app\n", "p/app/main.yaml": "web: {}\n",
 		"p/both/stack.yaml": "name: both\n", "p/both/spec.yaml": "resources: []\n", "p/both/main.yaml": "web: {}\n",
 		"p/kcl/stack.yaml": "name: kcl\n", "p/kcl/main.k": "import kam\n",
+		"p/kclspec/stack.yaml": "name: kclspec\n", "p/kclspec/main.k": "import kam\n", "p/kclspec/spec.yaml": "resources: []\n",
+		"p/kclyaml/stack.yaml": "name: kclyaml\n", "p/kclyaml/main.k": "import kam\n", "p/kclyaml/main.yaml": "web: {}\n",
 		"p/none/stack.yaml": "name: none\n",
 	})
 	tests := []struct {
@@ -40,8 +42,10 @@ func TestStackInput(t *testing.T) {
 		{stack: "spec", want: SpecInput},
 		{stack: "app", want: AppInput},
 		{stack: "both", wantErr: "both spec.yaml and main.yaml in"},
-		{stack: "kcl", wantErr: "main.k needs the KCL compiler, which is not available here: write the AppConfigurations as YAML in main.yaml"},
-		{stack: "none", wantErr: "no spec.yaml or main.yaml in"},
+		{stack: "kcl", want: KCLInput},
+		{stack: "kclspec", want: SpecInput},
+		{stack: "kclyaml", wantErr: "both main.k and main.yaml in"},
+		{stack: "none", wantErr: "no spec.yaml, main.k or main.yaml in"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.stack, func(t *testing.T) {

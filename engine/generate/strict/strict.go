@@ -10,6 +10,12 @@
 // written; a type implementing json.Unmarshaler is handed the value as JSON.
 // A string field takes any scalar as its source text, so version: 8.0 is
 // "8.0", not "8".
+//
+// A mapping may carry _type, the KCL schema it is an instance of, as
+// Kusion's KCL compiles every schema instance (network.Port,
+// service.container.Container): a struct without a _type field of its own
+// takes any string there and ignores it, as Kusion's modules do. The
+// compiler has checked the instance against its schema already.
 package strict
 
 import (
@@ -24,6 +30,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 )
+
+// SchemaTypeKey is where compiled KCL names a mapping's schema.
+const SchemaTypeKey = "_type"
 
 // Error is one problem at one place of a document.
 type Error struct {
@@ -412,6 +421,12 @@ func (d *decoder) structure(n *yaml.Node, path string, v reflect.Value) {
 	sort.Strings(names)
 	d.eachKey(n, path, func(key string, kn, vn *yaml.Node) {
 		f, ok := byName[key]
+		if !ok && key == SchemaTypeKey {
+			if vn.Kind != yaml.ScalarNode || vn.Tag != "!!str" {
+				d.fail(vn, join(path, key), "want the name of a KCL schema, got %s", describe(vn))
+			}
+			return
+		}
 		if !ok {
 			d.fail(kn, join(path, key), "unknown field (want one of %s)", strings.Join(names, ", "))
 			return

@@ -81,6 +81,12 @@ ratio: 2
 			},
 		},
 		{
+			name: "a KCL schema's _type is taken on any mapping, and must name one",
+			doc:  "ports: [{_type: network.Port, port: 80}, {_type: [x], port: 81}]\n",
+			want: config{Ports: []port{{Port: 80}, {Port: 81}}},
+			errs: []string{"ports[1]._type: want the name of a KCL schema, got a list"},
+		},
+		{
 			name: "unknown and repeated fields",
 			doc:  "version: '1'\nports: [{port: 1, prot: TCP}]\nversion: '2'\n",
 			errs: []string{
