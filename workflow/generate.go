@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 
 	"github.com/kusionpr/kusionpr/engine/generate"
 	"github.com/kusionpr/kusionpr/engine/generate/builtin"
@@ -36,10 +38,33 @@ func StackSpec(ctx context.Context, st *project.Stack, workspace string, store W
 		}
 		return s, ws, nil
 	}
+	var compiled []byte
+	if in == project.KCLInput {
+		if opts.KCL == nil {
+			why := opts.KCLRefusal
+			if why == "" {
+				why = "KCL is not enabled here"
+			}
+			return nil, ws, fmt.Errorf("stack %s: %s: %s", st.Name, filepath.Join(st.Path, project.KCLFile), why)
+		}
+		if compiled, err = opts.KCL.Compile(ctx, st); err != nil {
+			return nil, ws, err
+		}
+	}
 	g := &generate.Generator{Builtins: builtin.Modules(), ModuleEnv: opts.ModuleEnv, Logger: opts.Logger}
 	if opts.KusionHome != "" {
 		g.ModuleHome = module.HomeIn(opts.KusionHome)
 	}
+	if in == project.KCLInput {
+		s, err := g.StackCompiled(ctx, st, ws.Workspace, filepath.Join(st.Path, project.KCLFile), compiled)
+		return s, ws, err
+	}
 	s, err := g.StackWith(ctx, st, ws.Workspace)
 	return s, ws, err
+}
+
+// KCLCompiler compiles a stack's main.k, with its kcl.mod, to its
+// AppConfigurations in YAML, as Kusion runs KCL.
+type KCLCompiler interface {
+	Compile(ctx context.Context, st *project.Stack) ([]byte, error)
 }
