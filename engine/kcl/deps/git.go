@@ -135,6 +135,10 @@ func fetchGit(ctx context.Context, g gitRunner, loc location, ip string, tag, co
 		errc <- err
 	}()
 	xerr := extract(pr, dir, lim)
+	if xerr == nil {
+		// The tar's end-of-archive blocks come before git's last padding.
+		_, xerr = io.Copy(io.Discard, pr)
+	}
 	pr.CloseWithError(errors.New("extraction ended"))
 	aerr := <-errc
 	if xerr != nil {
