@@ -4,7 +4,10 @@
 # hashicorp/local and hashicorp/time in a filesystem mirror, so Terraform tests run
 # without the public registry, plus three object stores on 127.0.0.1 for the
 # backend tests: MinIO (S3), fake-gcs-server (GCS) and Azurite (Azure Blob),
-# plus GitHub's REST description and webhook examples for the fake GitHub.
+# plus GitHub's REST description and webhook examples for the fake GitHub,
+# plus the KCL package sources Kusion's stacks fetch from: a real OCI
+# registry (CNCF Distribution's) and git's own smart-HTTP server, serving
+# the packages of internal/testenv/kclpkgs under Kusion's names.
 # Binaries are built once from the Go module proxy (Azurite comes from npm) and
 # cached; later starts take about 15 s. A long step prints a line at least every
 # 30 s (what it is doing, how far along, the elapsed time); its full output is
@@ -41,6 +44,8 @@ FAKE_GCS_VERSION=1.56.1
 AZURITE_VERSION=3.37.0
 OCTOKIT_OPENAPI_VERSION=23.0.2
 OCTOKIT_WEBHOOKS_EXAMPLES_VERSION=7.6.1
+# CNCF Distribution, the registry Docker's and most others' are built on.
+REGISTRY_VERSION=3.1.2
 CACHE=${KUSIONPR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kusionpr}
 BIN=$CACHE/testenv/bin
 # kubectl, when PATH has none; "env" puts this folder on PATH.
@@ -279,6 +284,31 @@ build_octokit() {
   replace_dir "$OCTOKIT_DIR" "$tmp"
 }
 
+build_registry() {
+  [ -x "$BIN/registry" ] && return
+  go_install registry "build-registry-v$REGISTRY_VERSION" \
+    "github.com/distribution/distribution/v3/cmd/registry@v$REGISTRY_VERSION" -trimpath -ldflags "-s -w"
+}
+
+# kclsources_stamp: what this checkout's hack/kclsources is built from. The
+# program is the project's own, so unlike the other binaries it changes
+# with the checkout: a different stamp rebuilds it.
+kclsources_stamp() {
+  (cd "$ROOT" && find go.sum hack/kclsources engine/kcl/deps engine/kcl/kclmod -type f \( -name go.sum -o -name '*.go' \) ! -name '*_test.go' |
+    LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-16
+}
+
+build_kclsources() {
+  local stamp tmp
+  stamp=$(kclsources_stamp)
+  [ -x "$BIN/kclsources" ] && [ "$(cat "$BIN/kclsources.stamp" 2>/dev/null)" = "$stamp" ] && return
+  tmp=$(build_dir)
+  step build-kclsources env -C "$ROOT" CGO_ENABLED=0 go build -trimpath -o "$tmp/kclsources" ./hack/kclsources
+  echo "$stamp" >"$tmp/kclsources.stamp"
+  install_into "$BIN" "$tmp/kclsources" "$tmp/kclsources.stamp"
+  rm -rf "$tmp"
+}
+
 # The object stores the backend tests use: S3, GCS and Azure Blob.
 build_storage() {
   build_minio
@@ -323,6 +353,12 @@ print_env() {
   fi
   if p=$(cat "$RUN/gcs.port" 2>/dev/null); then
     printf 'export %s=%q\n' KUSIONPR_TEST_GCS_ENDPOINT "127.0.0.1:$p"
+  fi
+  if p=$(cat "$RUN/oci.port" 2>/dev/null); then
+    printf 'export %s=%q\n' KUSIONPR_TEST_OCI_REGISTRY "127.0.0.1:$p"
+  fi
+  if p=$(cat "$RUN/git.port" 2>/dev/null); then
+    printf 'export %s=%q\n' KUSIONPR_TEST_GIT_URL "http://127.0.0.1:$p"
   fi
   if p=$(cat "$RUN/azure.port" 2>/dev/null); then
     printf 'export %s=%q\n' \
@@ -370,6 +406,8 @@ build_rest() {
   build_terraform
   build_storage
   build_octokit
+  build_registry
+  build_kclsources
 }
 
 # build: the cluster's binaries and the rest at once. Each go build already
@@ -410,6 +448,7 @@ wait_for() { # desc seconds command...
 # The servers, by the names their lines in $RUN/pids carry.
 CLUSTER=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 STORAGE=(minio fake-gcs-server azurite)
+KCLSOURCES=(registry kclgit)
 
 # proc_start PID: when the process started (field 22 of /proc/PID/stat,
 # clock ticks after boot); nothing when there is no such process or it has
@@ -550,6 +589,44 @@ start_storage() {
   log "object stores ready: S3 127.0.0.1:$p_s3, GCS 127.0.0.1:$p_gcs, Azure Blob 127.0.0.1:$p_azure"
 }
 
+kclsources_ready() {
+  [ -f "$RUN/oci.port" ] && [ -f "$RUN/git.port" ] || return 1
+  curl -sf "http://127.0.0.1:$(cat "$RUN/oci.port")/v2/" >/dev/null 2>&1 &&
+    curl -sf "http://127.0.0.1:$(cat "$RUN/git.port")/KusionStack/kam.git/info/refs?service=git-upload-pack" >/dev/null 2>&1
+}
+
+# start_kclsources: the registry and the git server, with empty stores
+# (stopping those recorded before, which did not answer); then this
+# checkout's packages are pushed and made into repositories. Ports go to
+# $RUN/{oci,git}.port for "env".
+start_kclsources() {
+  local p_reg p_git
+  stop_servers "${KCLSOURCES[@]}"
+  rm -f "$RUN/oci.port" "$RUN/git.port"
+  rm -rf "$RUN/registry" "$RUN/git"; mkdir -p "$RUN/registry" "$RUN/git"
+  p_reg=$(free_port); p_git=$(free_port)
+  cat >"$RUN/registry.yml" <<YML
+version: 0.1
+log:
+  level: info
+storage:
+  filesystem:
+    rootdirectory: $RUN/registry
+http:
+  addr: 127.0.0.1:$p_reg
+  secret: kusionpr-testenv
+YML
+  daemon registry env OTEL_TRACES_EXPORTER=none "$BIN/registry" serve "$RUN/registry.yml"
+  daemon kclgit "$BIN/kclsources" serve-git -addr "127.0.0.1:$p_git" -root "$RUN/git"
+  wait_for registry 30 curl -sf "http://127.0.0.1:$p_reg/v2/"
+  wait_for "git server" 30 curl -s -o /dev/null "http://127.0.0.1:$p_git/"
+  "$BIN/kclsources" publish -registry "127.0.0.1:$p_reg" -git-root "$RUN/git" -packages "$ROOT/internal/testenv/kclpkgs" \
+    >"$RUN/kclsources-publish.log" 2>&1 || die "publishing the KCL packages failed ($RUN/kclsources-publish.log)"
+  echo "$p_reg" >"$RUN/oci.port"
+  echo "$p_git" >"$RUN/git.port"
+  log "KCL package sources ready: OCI registry 127.0.0.1:$p_reg, git http://127.0.0.1:$p_git"
+}
+
 node_ready() {
   [ "$(kubectl --kubeconfig "$1" get node kwok-node-0 -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
@@ -560,7 +637,7 @@ cluster_running() { running "${CLUSTER[@]}" && kubectl --kubeconfig "$KUBECONFIG
 # starts each server, the versions): an environment started by another
 # launcher is told apart when reused.
 launcher() {
-  { declare -f daemon launch_cluster start_storage; echo "$K8S_VERSION $KWOK_VERSION $MINIO_VERSION $FAKE_GCS_VERSION $AZURITE_VERSION"; } |
+  { declare -f daemon launch_cluster start_storage start_kclsources; echo "$K8S_VERSION $KWOK_VERSION $MINIO_VERSION $FAKE_GCS_VERSION $AZURITE_VERSION $REGISTRY_VERSION"; } |
     sha256sum | cut -c1-16
 }
 
@@ -587,11 +664,13 @@ start() {
     # The cluster may have been started alone (make demo); cached, this takes no time.
     build_rest
     if ! storage_ready; then start_storage; fi
+    if ! kclsources_ready; then start_kclsources; fi
     reused; return
   fi
   build
   launch_cluster
   start_storage
+  start_kclsources
   log "ready: KUBECONFIG=$KUBECONFIG_OUT"
 }
 
@@ -701,7 +780,7 @@ NODE
 # process started.
 stop() {
   stop_servers
-  rm -f "$RUN/s3.port" "$RUN/gcs.port" "$RUN/azure.port"
+  rm -f "$RUN/s3.port" "$RUN/gcs.port" "$RUN/azure.port" "$RUN/oci.port" "$RUN/git.port"
 }
 
 case "${1:-}" in

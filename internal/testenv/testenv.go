@@ -67,3 +67,16 @@ func OctokitDir(t testing.TB) string {
 	}
 	return p
 }
+
+// KCLSources returns the local OCI registry (host:port) and git server
+// (http://host:port) hack/testenv.sh started, serving the packages of
+// internal/testenv/kclpkgs: kusionstack/{service,network,mysql} and
+// KusionStack/kam.git.
+func KCLSources(t testing.TB) (registry, gitURL string) {
+	t.Helper()
+	registry, gitURL = os.Getenv("KUSIONPR_TEST_OCI_REGISTRY"), os.Getenv("KUSIONPR_TEST_GIT_URL")
+	if registry == "" || gitURL == "" {
+		missing(t, "KUSIONPR_TEST_OCI_REGISTRY or KUSIONPR_TEST_GIT_URL is not set: run `make test` or `eval \"$(hack/testenv.sh env)\"` after `hack/testenv.sh start`")
+	}
+	return registry, gitURL
+}

@@ -1,0 +1,3 @@
+[package]
+name = "kam"
+version = "0.2.0"

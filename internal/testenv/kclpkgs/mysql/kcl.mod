@@ -1,0 +1,3 @@
+[package]
+name = "mysql"
+version = "0.2.0"

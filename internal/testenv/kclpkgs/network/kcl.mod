@@ -1,0 +1,3 @@
+[package]
+name = "network"
+version = "0.2.0"
