@@ -595,6 +595,9 @@ kclsources_ready() {
     curl -sf "http://127.0.0.1:$(cat "$RUN/git.port")/KusionStack/kam.git/info/refs?service=git-upload-pack" >/dev/null 2>&1
 }
 
+# kclpkgs_sum: what the served packages were made from.
+kclpkgs_sum() { (cd "$ROOT/internal/testenv/kclpkgs" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16); }
+
 # start_kclsources: the registry and the git server, with empty stores
 # (stopping those recorded before, which did not answer); then this
 # checkout's packages are pushed and made into repositories. Ports go to
@@ -624,6 +627,7 @@ YML
     >"$RUN/kclsources-publish.log" 2>&1 || die "publishing the KCL packages failed ($RUN/kclsources-publish.log)"
   echo "$p_reg" >"$RUN/oci.port"
   echo "$p_git" >"$RUN/git.port"
+  kclpkgs_sum >"$RUN/kclpkgs.sum"
   log "KCL package sources ready: OCI registry 127.0.0.1:$p_reg, git http://127.0.0.1:$p_git"
 }
 
@@ -664,7 +668,8 @@ start() {
     # The cluster may have been started alone (make demo); cached, this takes no time.
     build_rest
     if ! storage_ready; then start_storage; fi
-    if ! kclsources_ready; then start_kclsources; fi
+    # Packages edited since they were served are served again.
+    if ! kclsources_ready || [ "$(kclpkgs_sum)" != "$(cat "$RUN/kclpkgs.sum" 2>/dev/null)" ]; then start_kclsources; fi
     reused; return
   fi
   build
