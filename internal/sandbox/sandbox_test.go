@@ -23,7 +23,7 @@ type python struct {
 	read []string
 }
 
-func findPython(t *testing.T) python {
+func findPython(t testing.TB) python {
 	t.Helper()
 	exe := "/usr/bin/python3"
 	if _, err := os.Stat(exe); err != nil {
@@ -434,5 +434,53 @@ func TestCommandRefuses(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != exitSetup || !strings.Contains(out, "kusionpr sandbox: executing") {
 		t.Errorf("target outside Read: %v: %s", err, out)
+	}
+}
+
+// TestCancelKillsWhatTheTargetStarted: a target that starts a process in
+// a new session, which leaves its process group, and then is cancelled:
+// confined, the PID namespace dies with the target and takes it along;
+// plainly, it outlives the cancel and writes its file.
+func TestCancelKillsWhatTheTargetStarted(t *testing.T) {
+	f := newFixture(t)
+	alive := filepath.Join(f.scratch, "alive")
+	script := fmt.Sprintf(`
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(1.5)
+    open(%q, 'w').write('x')
+    os._exit(0)
+print('started', flush=True)
+time.sleep(60)
+`, alive)
+	for _, confined := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		cmd := exec.CommandContext(ctx, f.py.exe, "-c", script)
+		if confined {
+			var err error
+			if cmd, err = Command(ctx, f.policy, f.py.exe, "-c", script); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 8)
+		if _, err := stdout.Read(buf); err != nil {
+			t.Fatalf("confined %v: reading the target's start: %v", confined, err)
+		}
+		cancel()
+		cmd.Wait()
+		time.Sleep(2500 * time.Millisecond)
+		_, err = os.Stat(alive)
+		if survived := err == nil; survived == confined {
+			t.Errorf("confined %v: the process started in a new session survived the cancel: %v, want %v", confined, survived, !confined)
+		}
+		os.Remove(alive)
 	}
 }
