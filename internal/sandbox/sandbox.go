@@ -28,7 +28,12 @@
 // Landlock and seccomp restrict the thread that asks and are inherited across
 // execve, so restricting the one thread that execs is enough; go-landlock's
 // own Restrict calls would restrict every thread through libpsx or, from ABI
-// 8, TSYNC, which a thread about to exec does not need.
+// 8, TSYNC, which a thread about to exec does not need. The library builds
+// the ruleset (Config.NewRulesetFD) and makes the single-thread
+// landlock_restrict_self call; no_new_privs, the seccomp filter, the
+// rlimits and execve itself are done by hand with golang.org/x/sys/unix.
+// (go-landlock documents SysProcAttr.LandlockFD for Go 1.28, which will let
+// os/exec do the Landlock step.)
 //
 // Where the kernel lets this process create them, the marker process is also
 // started in new user, network, PID and IPC namespaces: the network

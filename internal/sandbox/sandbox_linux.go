@@ -224,12 +224,13 @@ func confineAndExec(enc string) error {
 	if err != nil {
 		return err
 	}
-	// go-landlock's Restrict would enforce on every thread (libpsx, which
-	// does not work with cgo linked as under -race, or TSYNC from ABI 8);
-	// only this thread execs, so it alone is restricted, with the
-	// library's single-thread call. no_new_privs first, as Landlock
-	// requires without CAP_SYS_ADMIN, and so no setuid binary regains
-	// privileges.
+	// go-landlock's Restrict enforces on every thread of the process
+	// (through libpsx, or TSYNC from ABI 8); only this thread execs, so it
+	// alone is restricted, with the library's single-thread call, which
+	// does not depend on how the binary is linked (cgo under -race).
+	// no_new_privs is set by hand first (prctl, as the library's own
+	// per-thread path does), as Landlock requires without CAP_SYS_ADMIN,
+	// and so that no setuid binary regains privileges.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("setting no_new_privs: %w", err)
 	}
