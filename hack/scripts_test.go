@@ -549,6 +549,18 @@ func TestDemoAndTestStartTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The KCL runtimes hack/kcl.sh installed, each folder linked (not the
+	// folder holding them, where an install would make its temporary ones):
+	// start keeps the one it wants.
+	runtimes, _ := filepath.Glob(filepath.Join(built, "kcl", "[0-9a-f]*"))
+	for _, r := range runtimes {
+		if err := os.MkdirAll(filepath.Join(cache, "kcl"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(r, filepath.Join(cache, "kcl", filepath.Base(r))); err != nil {
+			t.Fatal(err)
+		}
+	}
 	env := []string{"KUSIONPR_CACHE=" + cache, "KUSIONPR_TESTENV_DIR=", "STUB_REFUSE=1", "PATH=" + stubs(t, "go", "npm") + ":" + os.Getenv("PATH")}
 	t.Cleanup(func() {
 		if out, err := exec.Command("bash", "-c", "export "+strings.Join(env, " ")+"; bash testenv.sh stop").CombinedOutput(); err != nil {

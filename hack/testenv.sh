@@ -335,6 +335,7 @@ print_env() {
     TF_CLI_CONFIG_FILE "$TF_CLI_CONFIG" \
     CHECKPOINT_DISABLE 1 \
     KUSIONPR_TEST_TERRAFORM_BINARIES "$(terraform_binaries)"
+  bash "$ROOT/hack/kcl.sh" env
   # Tests and benchmarks run kubectl from PATH.
   if built_kubectl; then
     printf 'export PATH=%q:"$PATH"\n' "$TOOLS"
@@ -664,6 +665,8 @@ reused() {
 # GitHub's payloads; what is already running from this cache is kept,
 # whichever checkout started it.
 start() {
+  # The KCL runtime engine/kcl's tests compile with (hack/kcl.sh).
+  bash "$ROOT/hack/kcl.sh" install
   if cluster_running; then
     # The cluster may have been started alone (make demo); cached, this takes no time.
     build_rest

@@ -106,6 +106,7 @@ func rows() []row {
 		{Scenario: "… older merges applied after a newer one", Benchmark: "BenchmarkMergeThroughput", Ours: "late", Unit: "stacks", target: target{"equal", 0}},
 		{Scenario: "… the two bots' CPU for the 100 merges", Benchmark: "BenchmarkMergeThroughput", Ours: "cpu-s", Unit: "s"},
 		{Scenario: "… a bot's peak resident memory", Benchmark: "BenchmarkMergeThroughput", Ours: "rss-MB", Unit: "MB"},
+		{Scenario: "compile a three-stack KCL project, warm (each main.k importing a schema package)", Benchmark: "BenchmarkCompileKCL", Ours: "ours-s", Reference: "kcl-s", RefName: "kcl-lib's exec_program on the same stacks and options in a started Python process, its calls alone timed", Unit: "s", target: target{"within", 1.3}},
 		{Scenario: "latest revision among 1,000 releases on MinIO", Benchmark: "BenchmarkLatestRelease", Ours: "requests@1000", Reference: "requests@10", RefName: "the same among 10 releases", Unit: "requests", target: target{"same", 0}},
 	}
 }

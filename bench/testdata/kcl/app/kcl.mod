@@ -1,0 +1,3 @@
+[package]
+name = "app"
+version = "0.1.0"

@@ -1,0 +1,3 @@
+[package]
+name = "api"
+version = "0.1.0"

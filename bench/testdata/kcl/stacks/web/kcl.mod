@@ -1,0 +1,3 @@
+[package]
+name = "web"
+version = "0.1.0"

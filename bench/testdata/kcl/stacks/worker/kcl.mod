@@ -1,0 +1,3 @@
+[package]
+name = "worker"
+version = "0.1.0"

@@ -1,0 +1,3 @@
+[package]
+name = "args"
+version = "0.1.0"

@@ -1,0 +1,3 @@
+[package]
+name = "big"
+version = "0.1.0"

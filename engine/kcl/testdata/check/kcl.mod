@@ -1,0 +1,3 @@
+[package]
+name = "check"
+version = "0.1.0"

@@ -1,0 +1,3 @@
+[package]
+name = "loop"
+version = "0.1.0"

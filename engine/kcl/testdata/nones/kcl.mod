@@ -1,0 +1,3 @@
+[package]
+name = "nones"
+version = "0.1.0"

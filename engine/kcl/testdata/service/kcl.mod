@@ -1,0 +1,3 @@
+[package]
+name = "service"
+version = "0.1.0"

@@ -1,0 +1,3 @@
+[package]
+name = "syntax"
+version = "0.1.0"

@@ -1,0 +1,3 @@
+[package]
+name = "typeerr"
+version = "0.1.0"
