@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -19,4 +20,17 @@ func KCLRuntime(t testing.TB) string {
 		missing(t, "the KCL runtime: "+err.Error()+" (hack/kcl.sh install)")
 	}
 	return p
+}
+
+// KCLSettings are the allowlist and mirrors that send Kusion's names
+// (github.com/KusionStack, ghcr.io/kusionstack) to the local git server and
+// registry serving internal/testenv/kclpkgs, as an air-gapped operator's
+// would: the values of KUSIONPR_KCL_ALLOW and KUSIONPR_KCL_MIRRORS.
+func KCLSettings(t testing.TB) (allow, mirrors string) {
+	t.Helper()
+	registry, gitURL := KCLSources(t)
+	git := strings.TrimPrefix(gitURL, "http://")
+	allow = registry + "/kusionstack," + git + "/KusionStack"
+	mirrors = "ghcr.io/kusionstack=" + registry + "/kusionstack,github.com/KusionStack=" + git + "/KusionStack"
+	return allow, mirrors
 }

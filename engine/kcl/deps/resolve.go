@@ -482,3 +482,7 @@ func (r *Resolver) downloadGit(ctx context.Context, d kclmod.Dependency, loc loc
 	g := gitRunner{bin: r.git, home: home}
 	return fetchGit(ctx, g, loc, ip.String(), d.Git.Tag, d.Git.Commit, d.Git.Branch, r.lim, pkgDir)
 }
+
+// CacheDir is the folder fetched packages are kept in: a program compiled
+// with them reads it.
+func (r *Resolver) CacheDir() string { return r.cache.dir }

@@ -1,0 +1,95 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kusionpr/kusionpr/engine/kcl"
+	"github.com/kusionpr/kusionpr/engine/kcl/deps"
+	"github.com/kusionpr/kusionpr/engine/project"
+	"github.com/kusionpr/kusionpr/engine/spec"
+	"github.com/kusionpr/kusionpr/internal/testenv"
+)
+
+var updateKCL = flag.Bool("update-kcl", false, "rewrite testdata/kcl/quickstart.spec.yaml from the current output")
+
+// kclStacks is a compiler for the checkout root, its dependencies served
+// by the test environment's git server and registry under Kusion's names.
+func kclStacks(t *testing.T, root string) *kcl.Stacks {
+	t.Helper()
+	rt := testenv.KCLRuntime(t)
+	allow, mirrors := testenv.KCLSettings(t)
+	res, err := deps.New(deps.Options{CacheDir: t.TempDir(), Allow: allow, Mirrors: mirrors})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &kcl.Stacks{Compiler: kcl.Compiler{Runtime: rt}, Resolver: res, Root: root}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func specOf(t *testing.T, root string, opts Options) []byte {
+	t.Helper()
+	st, err := project.LoadStack(root, filepath.Join(root, "quickstart", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.CheckoutRoot = root
+	s, _, err := StackSpec(context.Background(), st, st.WorkspaceName(""), nil, "", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := spec.Write(&buf, s, "yaml"); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestKCLQuickstartSpecIsTheYAMLOnes: the quickstart `kusion init` writes
+// (main.k, its kcl.mod naming kam from git and service and network from
+// OCI), compiled by KCL's runtime with its dependencies fetched, gives the
+// Spec the same app written as main.yaml gives, byte for byte; and that
+// Spec is the reviewed one in testdata/kcl/quickstart.spec.yaml.
+func TestKCLQuickstartSpecIsTheYAMLOnes(t *testing.T) {
+	kclRoot, _ := filepath.Abs("testdata/kcl/kcl")
+	yamlRoot, _ := filepath.Abs("testdata/kcl/yaml")
+	fromKCL := specOf(t, kclRoot, Options{KCL: kclStacks(t, kclRoot)})
+	fromYAML := specOf(t, yamlRoot, Options{})
+	if !bytes.Equal(fromKCL, fromYAML) {
+		t.Errorf("the Spec of main.k differs from main.yaml's:\n--- main.k\n%s\n--- main.yaml\n%s", fromKCL, fromYAML)
+	}
+	golden := "testdata/kcl/quickstart.spec.yaml"
+	if *updateKCL {
+		if err := os.WriteFile(golden, fromKCL, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test -run TestKCLQuickstart -update-kcl writes it)", err)
+	}
+	if !bytes.Equal(fromKCL, want) {
+		t.Errorf("the quickstart's Spec differs from %s (-update-kcl rewrites it after review):\n%s", golden, fromKCL)
+	}
+}
+
+// TestKCLOffWithoutACompiler: with no compiler (KCL refused here), a
+// main.k stack fails naming the file and the reason given.
+func TestKCLOffWithoutACompiler(t *testing.T) {
+	root, _ := filepath.Abs("testdata/kcl/kcl")
+	st, err := project.LoadStack(root, filepath.Join(root, "quickstart", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = StackSpec(context.Background(), st, st.WorkspaceName(""), nil, "", Options{CheckoutRoot: root, KCLRefusal: "set X to allow it"})
+	want := filepath.Join(root, "quickstart", "default", "main.k") + ": set X to allow it"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v, want it to hold %q", err, want)
+	}
+}
