@@ -301,7 +301,7 @@ func (b *Bot) unpack(ctx context.Context, c *command, ref string) bool {
 func (b *Bot) options(c *command) workflow.Options {
 	j := c.j
 	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, Lease: b.cfg.Lease,
-		WaitHeld: b.cfg.HoldWait, Logger: c.log, CheckoutRoot: c.dir, ModuleEnv: b.cfg.ModuleEnv,
+		WaitHeld: b.cfg.HoldWait, Logger: c.log, CheckoutRoot: c.dir, ModuleEnv: b.cfg.ModuleEnv, KCL: b.kcl,
 		Origin: &model.Origin{PullRequest: j.number, SHA: c.ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt,
 			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}
 	// The bot records every apply, changed or not: the release is what

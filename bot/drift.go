@@ -197,7 +197,7 @@ func (b *Bot) scanOnce(ctx context.Context, j job, log *slog.Logger, dirs []stri
 // repository checked out in dir.
 func (b *Bot) driftOptions(j job, dir string, log *slog.Logger) workflow.Options {
 	return workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, Lease: b.cfg.Lease, WaitHeld: b.cfg.HoldWait,
-		Logger: log, CheckoutRoot: dir, ModuleEnv: b.cfg.ModuleEnv, RecordUnchanged: true,
+		Logger: log, CheckoutRoot: dir, ModuleEnv: b.cfg.ModuleEnv, KCL: b.kcl, RecordUnchanged: true,
 		Origin: &model.Origin{PullRequest: j.number, Actor: j.actor, Command: "drift",
 			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}
 }

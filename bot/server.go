@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kusionpr/kusionpr/engine/kcl"
 	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/policy"
@@ -51,6 +53,9 @@ type Bot struct {
 	client func(installation int64, owner, repo string) (gitHub, error)
 	login  func(context.Context) (string, error)
 	work   stackWork
+	// kcl compiles the main.k of the checkouts being worked on, confined,
+	// with the dependencies fetched once per process.
+	kcl *kcl.Setup
 	// executors picks each stack's executor; nil when work is a test's.
 	executors *executorRouter
 	// runner runs drift scans and reverts, in this process.
@@ -98,6 +103,11 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	if err != nil {
 		return nil, err
 	}
+	// KCL's settings are variables of the environment, as for the
+	// action and its Jobs (engine/kcl).
+	if b.kcl, err = kcl.SetupFrom(os.Getenv, log); err != nil {
+		return nil, fmt.Errorf("KCL settings: %w", err)
+	}
 	runner := &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore, PolicySandbox: sandbox}
 	stacks, err := cfg.executors(runner, m, log)
 	if err != nil {
@@ -139,6 +149,7 @@ func (b *Bot) Drain(ctx context.Context) error {
 	b.ready.Store(false)
 	err := b.q.drain(ctx)
 	b.cancel()
+	_ = b.kcl.Close()
 	return err
 }
 

@@ -41,11 +41,7 @@ func StackSpec(ctx context.Context, st *project.Stack, workspace string, store W
 	var compiled []byte
 	if in == project.KCLInput {
 		if opts.KCL == nil {
-			why := opts.KCLRefusal
-			if why == "" {
-				why = "KCL is not enabled here"
-			}
-			return nil, ws, fmt.Errorf("stack %s: %s: %s", st.Name, filepath.Join(st.Path, project.KCLFile), why)
+			return nil, ws, fmt.Errorf("stack %s: %s: KCL is not enabled here", st.Name, filepath.Join(st.Path, project.KCLFile))
 		}
 		if compiled, err = opts.KCL.Compile(ctx, st); err != nil {
 			return nil, ws, err

@@ -79,16 +79,16 @@ func TestKCLQuickstartSpecIsTheYAMLOnes(t *testing.T) {
 	}
 }
 
-// TestKCLOffWithoutACompiler: with no compiler (KCL refused here), a
-// main.k stack fails naming the file and the reason given.
+// TestKCLOffWithoutACompiler: with no compiler, a main.k stack fails
+// naming the file.
 func TestKCLOffWithoutACompiler(t *testing.T) {
 	root, _ := filepath.Abs("testdata/kcl/kcl")
 	st, err := project.LoadStack(root, filepath.Join(root, "quickstart", "default"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = StackSpec(context.Background(), st, st.WorkspaceName(""), nil, "", Options{CheckoutRoot: root, KCLRefusal: "set X to allow it"})
-	want := filepath.Join(root, "quickstart", "default", "main.k") + ": set X to allow it"
+	_, _, err = StackSpec(context.Background(), st, st.WorkspaceName(""), nil, "", Options{CheckoutRoot: root})
+	want := filepath.Join(root, "quickstart", "default", "main.k") + ": KCL is not enabled here"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error = %v, want it to hold %q", err, want)
 	}

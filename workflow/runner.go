@@ -97,13 +97,10 @@ type Options struct {
 	// module binaries get besides the few every program needs
 	// (module.Environ); they get nothing else of it.
 	ModuleEnv []string
-	// KCL compiles stacks written as main.k; nil refuses them, naming
-	// KCLRefusal's reason.
-	KCL KCLCompiler
-	// KCLRefusal says why KCL is off where KCL is nil (the setting that
-	// turns it on).
-	KCLRefusal string
-	Logger     *slog.Logger
+	// KCL compiles stacks written as main.k (kcl.Setup, the process's);
+	// nil refuses them.
+	KCL    KCLCompiler
+	Logger *slog.Logger
 }
 
 // StackResult is the outcome of one command on one stack.

@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/kusionpr/kusionpr/engine/kcl"
 	"github.com/kusionpr/kusionpr/internal/confine"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtimes"
@@ -119,4 +121,16 @@ func pathless(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// useKCL gives opts the process's KCL (engine/kcl: its settings are
+// variables of the environment, the same names in every door). The
+// returned function ends its runtimes: defer it.
+func useKCL(opts *workflow.Options, log *slog.Logger) (done func(), err error) {
+	setup, err := kcl.SetupFrom(os.Getenv, log)
+	if err != nil {
+		return func() {}, fmt.Errorf("KCL settings: %w", err)
+	}
+	opts.KCL = setup
+	return func() { _ = setup.Close() }, nil
 }

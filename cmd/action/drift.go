@@ -107,6 +107,12 @@ func driftCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	rts := runtimes.Factory{Terraform: terraform.Config{Binary: *tfBinary, CacheDir: *tfCache,
 		AllowProviders: list(*tfProviders), PassEnv: list(*tfEnv), ProviderSettings: list(*tfSettings)}}
+	doneKCL, err := useKCL(&opts, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	defer doneKCL()
 	if err := clusters.apply(&opts, &rts); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2

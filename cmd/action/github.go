@@ -148,6 +148,12 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		Origin:       &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command, Repository: jobRepository(ga, gctx)},
 		IgnoreFields: list(in("ignore-fields")), CheckoutRoot: workspace, ModuleEnv: list(in("module-env")),
 	}
+	doneKCL, err := useKCL(&opts, log)
+	if err != nil {
+		ga.Errorf("%v", err)
+		return 2
+	}
+	defer doneKCL()
 	// A Docker action runs as the image's user, whose home is the
 	// container's own and is gone when the step ends; GitHub maps the
 	// runner's home at $HOME (/github/home) for what should outlive it.

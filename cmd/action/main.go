@@ -257,6 +257,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
+	doneKCL, err := useKCL(&opts, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	defer doneKCL()
 	runner, err := newRunner(rts)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
@@ -486,6 +492,12 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
+	doneKCL, err := useKCL(&opts, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	defer doneKCL()
 	opts.Backend = *backendURL
 	// The operator's workspaces are in the release store, read only.
 	store, where, err := workflow.OpenStore(ctx, opts)
