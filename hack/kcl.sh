@@ -17,6 +17,11 @@
 #   hack/kcl.sh install   install the runtime, or keep the one installed
 #   hack/kcl.sh env       print export KUSIONPR_KCL_RUNTIME=<folder> when installed
 #                         (eval "$(hack/kcl.sh env)")
+#   hack/kcl.sh into DIR ARCH
+#                         the image's runtime: an environment at DIR for the
+#                         image's Python 3.11 with the wheels of ARCH (amd64
+#                         or arm64), which need not be this machine's (the
+#                         Dockerfile's build stage runs on the builder's)
 #
 # KUSIONPR_PYTHON names the Python to build the environment from (python3);
 # the pinned wheels are for CPython 3.11.
@@ -98,6 +103,24 @@ install() {
   log "installed $dir in $(since "$t0")"
 }
 
+# into: the runtime the image carries. The environment is made by this
+# Python (the build stage's /usr/bin/python3, the image's too); the wheels
+# are those of the image's architecture, unpacked by pip for that platform
+# without running anything of theirs, so an arm64 image is made on amd64.
+into() {
+  local dest=$1 arch=$2 plat
+  case "$arch" in
+    amd64|x86_64) plat=manylinux2014_x86_64 ;;
+    arm64|aarch64) plat=manylinux2014_aarch64 ;;
+    *) die "no KCL runtime for the architecture $arch (amd64 and arm64 are pinned in $REQUIREMENTS)" ;;
+  esac
+  "$PYTHON" -m venv --without-pip "$dest"
+  "$PYTHON" -m pip install --disable-pip-version-check --no-cache-dir --require-hashes --no-deps --only-binary=:all: \
+    --platform "$plat" --python-version "$PYTHON_WANTED" --implementation cp \
+    --target "$dest/lib/python$PYTHON_WANTED/site-packages" -r "$REQUIREMENTS"
+  rm -f "$dest"/bin/activate*
+}
+
 print_env() {
   local dir
   dir=$(runtime_dir 2>/dev/null) || return 0
@@ -109,5 +132,6 @@ print_env() {
 case "${1:-}" in
   install) install ;;
   env) print_env ;;
-  *) echo "usage: $0 install|env" >&2; exit 2 ;;
+  into) [ $# -eq 3 ] || die "usage: $0 into DIR ARCH"; into "$2" "$3" ;;
+  *) echo "usage: $0 install|env|into DIR ARCH" >&2; exit 2 ;;
 esac

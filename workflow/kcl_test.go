@@ -23,8 +23,8 @@ var updateKCL = flag.Bool("update-kcl", false, "rewrite testdata/kcl/quickstart.
 func kclStacks(t *testing.T, root string) *kcl.Stacks {
 	t.Helper()
 	rt := testenv.KCLRuntime(t)
-	allow, mirrors := testenv.KCLSettings(t)
-	res, err := deps.New(deps.Options{CacheDir: t.TempDir(), Allow: allow, Mirrors: mirrors})
+	served := testenv.KCLSettings(t)
+	res, err := deps.New(deps.Options{CacheDir: t.TempDir(), Allow: served.Allow, Mirrors: served.Mirrors})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,14 @@
 package testenv
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -22,15 +27,59 @@ func KCLRuntime(t testing.TB) string {
 	return p
 }
 
-// KCLSettings are the allowlist and mirrors that send Kusion's names
+// KCLServed are the settings that send Kusion's names
 // (github.com/KusionStack, ghcr.io/kusionstack) to the local git server and
 // registry serving internal/testenv/kclpkgs, as an air-gapped operator's
-// would: the values of KUSIONPR_KCL_ALLOW and KUSIONPR_KCL_MIRRORS.
-func KCLSettings(t testing.TB) (allow, mirrors string) {
+// would, through proxies that count what reaches each server.
+type KCLServed struct {
+	// Allow and Mirrors are KUSIONPR_KCL_ALLOW's and KUSIONPR_KCL_MIRRORS's
+	// values.
+	Allow, Mirrors string
+	// OCI and Git count the requests reaching the registry and the git
+	// server.
+	OCI, Git *Counting
+}
+
+// KCLSettings serves the test environment's KCL packages under Kusion's
+// names (see KCLServed).
+func KCLSettings(t testing.TB) KCLServed {
 	t.Helper()
 	registry, gitURL := KCLSources(t)
-	git := strings.TrimPrefix(gitURL, "http://")
-	allow = registry + "/kusionstack," + git + "/KusionStack"
-	mirrors = "ghcr.io/kusionstack=" + registry + "/kusionstack,github.com/KusionStack=" + git + "/KusionStack"
-	return allow, mirrors
+	s := KCLServed{OCI: CountingProxy(t, "http://"+registry), Git: CountingProxy(t, gitURL)}
+	s.Allow = s.OCI.HostPort() + "/kusionstack," + s.Git.HostPort() + "/KusionStack"
+	s.Mirrors = "ghcr.io/kusionstack=" + s.OCI.HostPort() + "/kusionstack,github.com/KusionStack=" + s.Git.HostPort() + "/KusionStack"
+	return s
 }
+
+// Requests is how many requests reached the servers.
+func (s KCLServed) Requests() int64 { return s.OCI.Requests() + s.Git.Requests() }
+
+// Counting is a reverse proxy in front of a test server that counts the
+// requests passing through: what a client asked of the server.
+type Counting struct {
+	srv *httptest.Server
+	n   atomic.Int64
+}
+
+// CountingProxy starts a Counting proxy to target (http://host:port).
+func CountingProxy(t testing.TB, target string) *Counting {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Counting{}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.n.Add(1)
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(c.srv.Close)
+	return c
+}
+
+// HostPort is the proxy's address.
+func (c *Counting) HostPort() string { return strings.TrimPrefix(c.srv.URL, "http://") }
+
+// Requests is how many requests passed through.
+func (c *Counting) Requests() int64 { return c.n.Load() }

@@ -7,9 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,40 +35,13 @@ network = { oci = "oci://ghcr.io/kusionstack/network", tag = "0.2.0" }
 entries = ["main.k"]
 `
 
-// counting is a reverse proxy in front of a test server that counts the
-// requests passing through: what a fetch asked of the server.
-type counting struct {
-	srv *httptest.Server
-	n   atomic.Int64
-}
-
-func countingProxy(t *testing.T, target string) *counting {
+// sources puts counting proxies before the local registry and git server
+// and returns the settings that send Kusion's names through them, with
+// the default allowlist kept.
+func sources(t *testing.T) (ociProxy, gitProxy *testenv.Counting, allow, mirrors string) {
 	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &counting{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.n.Add(1)
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(c.srv.Close)
-	return c
-}
-
-func (c *counting) hostport() string { return strings.TrimPrefix(c.srv.URL, "http://") }
-
-// sources starts counting proxies before the local registry and git
-// server and returns the settings that send Kusion's names through them.
-func sources(t *testing.T) (ociProxy, gitProxy *counting, allow, mirrors string) {
-	t.Helper()
-	registry, gitURL := testenv.KCLSources(t)
-	ociProxy, gitProxy = countingProxy(t, "http://"+registry), countingProxy(t, gitURL)
-	allow = deps.DefaultAllow + "," + ociProxy.hostport() + "/kusionstack," + gitProxy.hostport() + "/KusionStack"
-	mirrors = "ghcr.io/kusionstack=" + ociProxy.hostport() + "/kusionstack,github.com/KusionStack=" + gitProxy.hostport() + "/KusionStack"
-	return
+	s := testenv.KCLSettings(t)
+	return s.OCI, s.Git, deps.DefaultAllow + "," + s.Allow, s.Mirrors
 }
 
 // stack writes a checkout holding kcl.mod (and kcl.mod.lock when lock is
@@ -171,7 +142,7 @@ func TestResolveQuickstartFetchesOnce(t *testing.T) {
 			t.Errorf("%s: no commit or digest recorded", p.Name)
 		}
 	}
-	oci, git := ociProxy.n.Load(), gitProxy.n.Load()
+	oci, git := ociProxy.Requests(), gitProxy.Requests()
 	if oci == 0 || git == 0 {
 		t.Fatalf("requests: registry %d, git %d; the fetch did not go through the servers", oci, git)
 	}
@@ -191,7 +162,7 @@ func TestResolveQuickstartFetchesOnce(t *testing.T) {
 	if fmt.Sprint(again) != fmt.Sprint(pkgs) || fmt.Sprint(fresh) != fmt.Sprint(pkgs) {
 		t.Errorf("resolved differently:\n%+v\n%+v\n%+v", pkgs, again, fresh)
 	}
-	if o, g := ociProxy.n.Load(), gitProxy.n.Load(); o != oci || g != git {
+	if o, g := ociProxy.Requests(), gitProxy.Requests(); o != oci || g != git {
 		t.Errorf("the second and third resolve made requests: registry %d -> %d, git %d -> %d", oci, o, git, g)
 	}
 }
