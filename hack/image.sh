@@ -260,11 +260,22 @@ build() {
   # TARGETOS/TARGETARCH: BuildKit sets them itself; this buildah does not.
   # --layers keeps each step, so only what changed runs again; the cache
   # mounts (Go modules, compiled packages) live in $DIR/tmp.
-  step build-image bh bud --pull=never --isolation chroot --layers \
-    --build-arg TERRAFORM_FILE="$FEED" --build-arg TERRAFORM_SHA256="$sum" \
-    --build-arg TERRAFORM_VERSION="$KUSIONPR_IMAGE_TERRAFORM_NAME" \
-    --build-arg TARGETOS=linux --build-arg TARGETARCH="$(go env GOARCH)" \
-    -f "$ROOT/Dockerfile" -t "$IMAGE" "$ROOT"
+  # Once more when a RUN step never started because the kernel would not
+  # seal buildah's copy of its runtime (EBUSY while a page of it is still
+  # mapped writable): the next attempt does not meet it, and --layers keeps
+  # the steps done.
+  local try
+  for try in 1 2; do
+    if step --keep-going build-image bh bud --pull=never --isolation chroot --layers \
+      --build-arg TERRAFORM_FILE="$FEED" --build-arg TERRAFORM_SHA256="$sum" \
+      --build-arg TERRAFORM_VERSION="$KUSIONPR_IMAGE_TERRAFORM_NAME" \
+      --build-arg TARGETOS=linux --build-arg TARGETARCH="$(go env GOARCH)" \
+      -f "$ROOT/Dockerfile" -t "$IMAGE" "$ROOT"; then
+      break
+    fi
+    [ "$try" = 1 ] && grep -q 'sealing memfd copy: Device or resource busy' "$LOGS/build-image.log" || die "the image build failed ($LOGS/build-image.log)"
+    log "the build's step did not start (the kernel would not seal buildah's runtime copy): once more"
+  done
   echo "$key|$(image_id "$IMAGE")" >"$DIR/image.stamp"
   prune
   log "$IMAGE built ($(image_id "$IMAGE" | cut -c1-12))"
