@@ -15,43 +15,6 @@ import (
 	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
-// quickstartMod is the kcl.mod `kusion init` writes for its quickstart:
-// kam from git, service and network from OCI.
-const quickstartMod = `[package]
-name = "quickstart"
-version = "0.1.0"
-
-[dependencies]
-kam = { git = "https://github.com/KusionStack/kam.git", tag = "0.2.0" }
-service = { oci = "oci://ghcr.io/kusionstack/service", tag = "0.1.0" }
-network = { oci = "oci://ghcr.io/kusionstack/network", tag = "0.2.0" }
-
-[profile]
-entries = ["main.k"]
-`
-
-// quickstartMain is the quickstart's main.k, as `kusion init` writes it.
-const quickstartMain = `import kam.v1.app_configuration as ac
-import service
-import service.container as c
-import network as n
-
-quickstart: ac.AppConfiguration {
-    workload: service.Service {
-        containers: {
-            quickstart: c.Container {
-                image: "kusionstack/kusion-quickstart:latest"
-            }
-        }
-    }
-    accessories: {
-        "network": n.Network {
-            ports: [n.Port {port: 8080}]
-        }
-    }
-}
-`
-
 // kclEnv is the environment of a run whose KCL packages the test
 // environment serves under Kusion's names, fetched into cache.
 func kclEnv(t *testing.T, served testenv.KCLServed, cache string) map[string]string {
@@ -79,8 +42,8 @@ func TestKCLQuickstartInAction(t *testing.T) {
 	})
 	write(t, filepath.Join(root, "quickstart/project.yaml"), "name: "+project+"\n")
 	write(t, filepath.Join(root, "quickstart/default/stack.yaml"), "name: default\n")
-	write(t, filepath.Join(root, "quickstart/default/kcl.mod"), quickstartMod)
-	write(t, filepath.Join(root, "quickstart/default/main.k"), quickstartMain)
+	write(t, filepath.Join(root, "quickstart/default/kcl.mod"), testenv.KCLQuickstartMod)
+	write(t, filepath.Join(root, "quickstart/default/main.k"), testenv.KCLQuickstartMain)
 	env := kclEnv(t, served, t.TempDir())
 	env["KUBECONFIG"], env["INPUT_BACKEND"] = kc, "file://"+filepath.Join(t.TempDir(), "releases")
 	deployment := "apps/v1:Deployment:" + project + ":" + project + "-default-quickstart"
@@ -184,7 +147,7 @@ leak = file.read("/var/run/secrets/kubernetes.io/serviceaccount/token")
 		{stack: "write", main: `import file
 _w = file.write("planted.txt", "x")
 `, want: "main.k:2"},
-		{stack: "loopback", main: quickstartMain, mod: `[package]
+		{stack: "loopback", main: testenv.KCLQuickstartMain, mod: `[package]
 name = "loopback"
 version = "0.1.0"
 

@@ -83,3 +83,41 @@ func (c *Counting) HostPort() string { return strings.TrimPrefix(c.srv.URL, "htt
 
 // Requests is how many requests passed through.
 func (c *Counting) Requests() int64 { return c.n.Load() }
+
+// KCLQuickstartMod is the kcl.mod `kusion init` writes for its
+// quickstart: kam from git, service and network from OCI, which
+// KCLSettings serves.
+const KCLQuickstartMod = `[package]
+name = "quickstart"
+version = "0.1.0"
+
+[dependencies]
+kam = { git = "https://github.com/KusionStack/kam.git", tag = "0.2.0" }
+service = { oci = "oci://ghcr.io/kusionstack/service", tag = "0.1.0" }
+network = { oci = "oci://ghcr.io/kusionstack/network", tag = "0.2.0" }
+
+[profile]
+entries = ["main.k"]
+`
+
+// KCLQuickstartMain is the quickstart's main.k, as `kusion init` writes it.
+const KCLQuickstartMain = `import kam.v1.app_configuration as ac
+import service
+import service.container as c
+import network as n
+
+quickstart: ac.AppConfiguration {
+    workload: service.Service {
+        containers: {
+            quickstart: c.Container {
+                image: "kusionstack/kusion-quickstart:latest"
+            }
+        }
+    }
+    accessories: {
+        "network": n.Network {
+            ports: [n.Port {port: 8080}]
+        }
+    }
+}
+`
