@@ -23,7 +23,25 @@ printf '\n==> Applying %s\n\n' "$stack"
 printf '\n==> Preview again: nothing should change\n\n'
 .kusion-demo/action preview --stack "$stack" --backend "$store" -o text
 printf '\nReleases are in %s/releases/quickstart/default/ (Kusion'"'"'s layout).\n' "$PWD/.kusion-demo"
+
+# A Kusion project as it is: main.k in KCL, each stack's kcl.mod naming kam
+# from GitHub and service and network from ghcr.io, served here by a local
+# git server and registry under those names (the mirror setting, as an
+# air-gapped operator's).
+bash hack/testenv.sh start-kcl
+eval "$(bash hack/testenv.sh env)"
+git_host=${KUSIONPR_TEST_GIT_URL#http://}
+export KUSIONPR_KCL_ALLOW="$KUSIONPR_TEST_OCI_REGISTRY/kusionstack,$git_host/KusionStack"
+export KUSIONPR_KCL_MIRRORS="ghcr.io/kusionstack=$KUSIONPR_TEST_OCI_REGISTRY/kusionstack,github.com/KusionStack=$git_host/KusionStack"
+export KUSIONPR_KCL_CACHE=$PWD/.kusion-demo/kcl
+kstack=examples/kcl/dev
+printf '\n==> The pull-request comment a preview of %s (main.k with base.k) would post:\n\n' "$kstack"
+.kusion-demo/action preview --stack "$kstack" --backend "$store" -o markdown
+printf '\n==> Applying %s\n\n' "$kstack"
+.kusion-demo/action apply --stack "$kstack" --backend "$store" --yes -o text
+printf '\nReleases are in %s/releases/hello/default/.\n' "$PWD/.kusion-demo"
 printf 'Remove what the demo created with:\n  KUBECONFIG=%s .kusion-demo/action destroy --stack %s --backend %s --yes\n' "$KUBECONFIG" "$stack" "$store"
+printf '  KUBECONFIG=%s .kusion-demo/action destroy --stack %s --backend %s --yes\n' "$KUBECONFIG" "$kstack" "$store"
 log "done in $(since "$t0")"
 printf '\nThe README'"'"'s "Using it" commands reach this cluster once your shell has:\n'
 # When PATH had no kubectl, the cluster's build made one; this line finds it.

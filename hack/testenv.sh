@@ -15,7 +15,7 @@
 # cluster.
 #
 # $CACHE is $KUSIONPR_CACHE, else ~/.cache/kusionpr. build, start,
-# start-cluster and stop hold the cache's lock (hack/steps.sh) while they
+# start-cluster, start-kcl and stop hold the cache's lock (hack/steps.sh) while they
 # work: a second one, from make demo, make test or another checkout using the
 # same cache, waits for it, saying who holds it. Everything is built into a
 # temporary folder beside its place and renamed into it, so a build never
@@ -29,6 +29,8 @@
 #   hack/testenv.sh build           build or reuse the cached binaries
 #   hack/testenv.sh start           build if needed, start everything, write the kubeconfig
 #   hack/testenv.sh start-cluster   the same for the cluster alone (what make demo uses)
+#   hack/testenv.sh start-kcl       KCL's runtime, and the registry and git server serving
+#                                   Kusion's packages (make demo's KCL project)
 #   hack/testenv.sh stop            stop everything started by "start"
 #   hack/testenv.sh env             print the variables tests read (eval "$(hack/testenv.sh env)")
 set -euo pipefail
@@ -682,6 +684,16 @@ start() {
   log "ready: KUBECONFIG=$KUBECONFIG_OUT"
 }
 
+# start_kcl: what a KCL stack needs besides the cluster (make demo): KCL's
+# runtime, and the registry and git server serving Kusion's packages.
+start_kcl() {
+  bash "$ROOT/hack/kcl.sh" install
+  mkdir -p "$RUN"
+  build_registry
+  build_kclsources
+  if ! kclsources_ready || [ "$(kclpkgs_sum)" != "$(cat "$RUN/kclpkgs.sum" 2>/dev/null)" ]; then start_kclsources; fi
+}
+
 # start_cluster: the cluster alone, building only what it needs.
 start_cluster() {
   if cluster_running; then reused; return; fi
@@ -795,7 +807,8 @@ case "${1:-}" in
   build) cache_lock "hack/testenv.sh build"; build ;;
   start) cache_lock "hack/testenv.sh start"; start ;;
   start-cluster) cache_lock "hack/testenv.sh start-cluster"; start_cluster ;;
+  start-kcl) cache_lock "hack/testenv.sh start-kcl"; start_kcl ;;
   stop) cache_lock "hack/testenv.sh stop"; stop ;;
   env) print_env ;;
-  *) echo "usage: $0 build|start|start-cluster|stop|env" >&2; exit 2 ;;
+  *) echo "usage: $0 build|start|start-cluster|start-kcl|stop|env" >&2; exit 2 ;;
 esac

@@ -93,3 +93,50 @@ func TestKCLOffWithoutACompiler(t *testing.T) {
 		t.Fatalf("error = %v, want it to hold %q", err, want)
 	}
 }
+
+// TestKCLExamplesMergeTheirBase: examples/kcl's stacks compile base.k and
+// their main.k as one program, as KCL does: dev adds to base.k's values
+// with ":" and overrides with "=" (one replica, debug logs, the rest of
+// base.k's env kept); prod replaces base.k's network whole with "=".
+func TestKCLExamplesMergeTheirBase(t *testing.T) {
+	root, _ := filepath.Abs("../examples/kcl")
+	stacks := kclStacks(t, root)
+	for _, tc := range []struct {
+		stack string
+		want  []string
+		not   []string
+	}{
+		{stack: "dev",
+			want: []string{"replicas: 1\n", "value: debug\n", "value: hello\n", "image: nginx:1.27\n", "hello-dev-hello-private-80-tcp"},
+			not:  []string{"value: info\n", "8080"}},
+		{stack: "prod",
+			want: []string{"replicas: 3\n", "value: info\n", "value: hello\n", "hello-prod-hello-private-8080-tcp", "targetPort: 80\n"},
+			not:  []string{"value: debug\n", "-80-tcp"}},
+	} {
+		t.Run(tc.stack, func(t *testing.T) {
+			st, err := project.LoadStack(root, filepath.Join(root, tc.stack))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _, err := StackSpec(context.Background(), st, st.WorkspaceName(""), nil, "", Options{CheckoutRoot: root, KCL: stacks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := spec.Write(&buf, s, "yaml"); err != nil {
+				t.Fatal(err)
+			}
+			got := buf.String()
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("the Spec lacks %q:\n%s", w, got)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("the Spec holds %q:\n%s", n, got)
+				}
+			}
+		})
+	}
+}
