@@ -82,6 +82,8 @@ type Resolver struct {
 	group singleflight.Group
 	mu    sync.Mutex
 	memo  map[string]fetched
+	// mods holds fetched packages' own kcl.mod and lock, by folder.
+	mods map[string]packageMods
 }
 
 type fetched struct {
@@ -110,6 +112,7 @@ func New(opts Options) (*Resolver, error) {
 		lookup:  opts.Lookup,
 		log:     opts.Logger,
 		memo:    map[string]fetched{},
+		mods:    map[string]packageMods{},
 	}
 	if r.git == "" {
 		r.git = "git"
@@ -184,16 +187,12 @@ func (r *Resolver) Resolve(ctx context.Context, modDir, checkoutRoot string) ([]
 			return nil, err
 		}
 		out = append(out, pkg)
-		if !exists(filepath.Join(pkg.Dir, kclmod.ModFile)) {
+		sub, subLock, err := r.packageMod(pkg)
+		if err != nil {
+			return nil, fmt.Errorf("dependency %q (%s): %w", p.dep.Name, p.dep.Source(), err)
+		}
+		if sub == nil {
 			continue
-		}
-		sub, err := kclmod.Load(pkg.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("dependency %q (%s): %w", p.dep.Name, p.dep.Source(), err)
-		}
-		subLock, err := kclmod.LoadLock(pkg.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("dependency %q (%s): %w", p.dep.Name, p.dep.Source(), err)
 		}
 		for _, d := range sub.Dependencies {
 			queue = append(queue, pending{dep: d, dir: pkg.Dir, root: pkgRoot, lock: subLock, via: fmt.Sprintf("%s of dependency %q", kclmod.ModFile, p.dep.Name)})
@@ -201,6 +200,43 @@ func (r *Resolver) Resolve(ctx context.Context, modDir, checkoutRoot string) ([]
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// packageMod is a dependency's own kcl.mod and lock (nil without one). A
+// fetched package's folder is named by its content and never changes, so
+// what it holds is read once per Resolver: a run's stacks, which name the
+// same packages, do not read and parse them again.
+func (r *Resolver) packageMod(pkg Package) (*kclmod.Mod, *kclmod.Lock, error) {
+	if pkg.Resolved != "" {
+		r.mu.Lock()
+		m, ok := r.mods[pkg.Dir]
+		r.mu.Unlock()
+		if ok {
+			return m.mod, m.lock, nil
+		}
+	}
+	var m packageMods
+	if exists(filepath.Join(pkg.Dir, kclmod.ModFile)) {
+		var err error
+		if m.mod, err = kclmod.Load(pkg.Dir); err != nil {
+			return nil, nil, err
+		}
+		if m.lock, err = kclmod.LoadLock(pkg.Dir); err != nil {
+			return nil, nil, err
+		}
+	}
+	if pkg.Resolved != "" {
+		r.mu.Lock()
+		r.mods[pkg.Dir] = m
+		r.mu.Unlock()
+	}
+	return m.mod, m.lock, nil
+}
+
+// packageMods is what packageMod read of a fetched package.
+type packageMods struct {
+	mod  *kclmod.Mod
+	lock *kclmod.Lock
 }
 
 // checkSum compares the package's kpm checksum with the lock's: the

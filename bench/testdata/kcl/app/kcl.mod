@@ -1,3 +1,0 @@
-[package]
-name = "app"
-version = "0.1.0"

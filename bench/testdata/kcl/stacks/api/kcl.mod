@@ -1,3 +1,0 @@
-[package]
-name = "api"
-version = "0.1.0"

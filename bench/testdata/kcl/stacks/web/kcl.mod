@@ -1,3 +1,0 @@
-[package]
-name = "web"
-version = "0.1.0"

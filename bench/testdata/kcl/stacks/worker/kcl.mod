@@ -1,3 +1,0 @@
-[package]
-name = "worker"
-version = "0.1.0"
