@@ -60,10 +60,10 @@
 //
 // # Kernel requirements
 //
-// Landlock ABI 3 (Linux 6.2, with landlock in the LSM list) is the minimum:
-// before ABI 3, truncate(2) is not restricted and the target could empty
-// files it may only read (the venv, the checkout). Below that Command and
-// Check fail with ErrUnavailable. ABI 4 adds TCP rules, ABI 6 scoping of
+// Landlock ABI 1 (Linux 5.13, with landlock in the LSM list) is the
+// minimum: without Landlock, Command and Check fail with ErrUnavailable.
+// Before ABI 3 Landlock does not restrict truncate(2), which the seccomp
+// filter refuses on every kernel; ABI 4 adds TCP rules, ABI 6 scoping of
 // signals and abstract sockets; without them (and without namespaces),
 // seccomp still refuses every socket, and Check names what is missing.
 package sandbox

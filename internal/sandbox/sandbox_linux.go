@@ -32,9 +32,12 @@ const (
 	// or exec the target, as env(1) and chroot(1) use 125 for their own
 	// failures; its reason is on the target's standard error.
 	exitSetup = 125
-	// minABI is the least Landlock ABI that confines: ABI 3 is the first
-	// that restricts truncate(2).
-	minABI = 3
+	// minABI is the least Landlock ABI that confines reads and writes.
+	// truncate(2), which Landlock restricts from ABI 3 only, the seccomp
+	// filter refuses on every kernel; the network, before ABI 4, too. So
+	// Linux 5.13's Landlock is enough: the 6.1 kernels of Debian 12,
+	// Amazon Linux 2023 and Container-Optimized OS among them.
+	minABI = 1
 )
 
 // Rights a Read path gets: read and execute. A file can only be given
@@ -55,6 +58,9 @@ type layers struct {
 	NoNamespaces  bool `json:"no_namespaces,omitempty"`
 	NoSeccomp     bool `json:"no_seccomp,omitempty"`
 	NoLandlockNet bool `json:"no_landlock_net,omitempty"`
+	// MaxABI, when set, uses no more of Landlock than that ABI has, as
+	// an older kernel would.
+	MaxABI int `json:"max_abi,omitempty"`
 }
 
 // wire is what the confining process is told.
@@ -175,8 +181,8 @@ func namespaced() *syscall.SysProcAttr {
 }
 
 // Check says what this kernel offers. It fails, wrapping ErrUnavailable,
-// when Landlock is missing or older than ABI 3; Support.Missing names what
-// is confined less well here.
+// when Landlock is missing; Support.Missing names what is confined less
+// well here.
 func Check() (Support, error) {
 	var s Support
 	if _, err := seccompArch(); err != nil {
@@ -184,15 +190,15 @@ func Check() (Support, error) {
 	}
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
-		return s, fmt.Errorf("%w: Landlock is not available in this kernel (needs Linux 6.2+ with landlock in the LSM list, lsm= on the kernel command line)", ErrUnavailable)
+		return s, fmt.Errorf("%w: Landlock is not available in this kernel (needs Linux 5.13+ with landlock in the LSM list, lsm= on the kernel command line)", ErrUnavailable)
 	}
 	s.LandlockABI = abi
-	if abi < minABI {
-		return s, fmt.Errorf("%w: this kernel's Landlock ABI %d does not restrict truncating files (needs ABI %d, Linux 6.2+)", ErrUnavailable, abi, minABI)
-	}
 	s.Namespaces = namespacesWork()
 	if !s.Namespaces {
 		s.Missing = append(s.Missing, "user namespaces are refused here: no network or PID namespace, so a process the target starts in a new session outlives cancelling it")
+	}
+	if abi < 3 {
+		s.Missing = append(s.Missing, fmt.Sprintf("Landlock ABI %d does not restrict truncate(2) (ABI 3): the seccomp filter refuses it", abi))
 	}
 	if abi < 6 && !s.Namespaces {
 		s.Missing = append(s.Missing, fmt.Sprintf("Landlock ABI %d does not scope signals (ABI 6) and there is no PID namespace: the target can signal processes of its user", abi))
@@ -274,23 +280,29 @@ func ruleset(w wire) (int, uint32, error) {
 	if err != nil || abi < minABI {
 		return -1, 0, fmt.Errorf("%w: Landlock ABI %d (needs %d)", ErrUnavailable, abi, minABI)
 	}
+	if w.Layers.MaxABI > 0 {
+		abi = min(abi, w.Layers.MaxABI)
+	}
 	// The configuration for exactly this ABI, not BestEffort: a rule the
 	// kernel could not take must fail here, not silently drop the ruleset.
-	cfgs := []landlock.Config{landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11}
+	cfgs := []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11}
 	cfg := cfgs[min(abi, 11)-minABI]
+	// A right this ABI does not know (truncate before ABI 3) is neither
+	// handled nor granted.
+	handled := cfg.HandledAccessFS
 	if w.Layers.NoLandlockNet {
 		cfg.HandledAccessNet = 0
 	}
 	var rules []landlock.Rule
 	for _, q := range w.Read {
-		r, err := pathRule(q, readDirRights, readFileRights)
+		r, err := pathRule(q, readDirRights&handled, readFileRights&handled)
 		if err != nil {
 			return -1, 0, err
 		}
 		rules = append(rules, r)
 	}
 	for _, q := range w.Write {
-		r, err := pathRule(q, writeDirRights, writeFileRights)
+		r, err := pathRule(q, writeDirRights&handled, writeFileRights&handled)
 		if err != nil {
 			return -1, 0, err
 		}

@@ -18,5 +18,5 @@ func Command(ctx context.Context, p Policy, name string, args ...string) (*exec.
 
 // Check fails on this platform.
 func Check() (Support, error) {
-	return Support{}, fmt.Errorf("%w: %s has no Landlock (needs Linux 6.2+)", ErrUnavailable, runtime.GOOS)
+	return Support{}, fmt.Errorf("%w: %s has no Landlock (needs Linux 5.13+)", ErrUnavailable, runtime.GOOS)
 }

@@ -10,13 +10,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The seccomp filter is written by hand: it is nine instructions, and the
+// The seccomp filter is written by hand: it is ten instructions, and the
 // maintained Go seccomp library (libseccomp-golang) needs libseccomp and cgo,
 // which the bot's static image does not have. Landlock does not cover UDP
 // before ABI 10 nor pathname unix sockets before ABI 9, and the network
 // namespace is not there where user namespaces are refused; refusing
 // socket(2) itself keeps every family out on every kernel. io_uring is
 // refused because its IORING_OP_SOCKET makes sockets without socket(2).
+// truncate(2) is refused because Landlock restricts it from ABI 3 only:
+// before, the target could empty a file it may only read. (ftruncate(2)
+// needs a descriptor open for writing, which Landlock's write right
+// governs on every ABI.)
 
 // seccomp_data offsets (linux/seccomp.h).
 const (
@@ -39,8 +43,9 @@ func seccompArch() (uint32, error) {
 	return 0, fmt.Errorf("%w: no seccomp filter for %s", ErrUnavailable, runtime.GOARCH)
 }
 
-// installSeccomp refuses socket(2) with EACCES and io_uring_setup(2) and
-// any call of a foreign ABI with ENOSYS, on this thread; execve keeps it.
+// installSeccomp refuses socket(2) and truncate(2) with EACCES and
+// io_uring_setup(2) and any call of a foreign ABI with ENOSYS, on this
+// thread; execve keeps it.
 // no_new_privs must be set already.
 func installSeccomp() error {
 	arch, err := seccompArch()
@@ -55,14 +60,15 @@ func installSeccomp() error {
 	)
 	filter := []unix.SockFilter{
 		/* 0 */ {Code: ld, K: seccompDataArch},
-		/* 1 */ {Code: jeq, K: arch, Jt: 0, Jf: 6}, // foreign ABI: 8
+		/* 1 */ {Code: jeq, K: arch, Jt: 0, Jf: 7}, // foreign ABI: 9
 		/* 2 */ {Code: ld, K: seccompDataNr},
-		/* 3 */ {Code: jge, K: x32Bit, Jt: 4, Jf: 0}, // x32: 8
-		/* 4 */ {Code: jeq, K: unix.SYS_SOCKET, Jt: 2, Jf: 0}, // 7
-		/* 5 */ {Code: jeq, K: unix.SYS_IO_URING_SETUP, Jt: 2, Jf: 0}, // 8
-		/* 6 */ {Code: ret, K: unix.SECCOMP_RET_ALLOW},
-		/* 7 */ {Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)},
-		/* 8 */ {Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		/* 3 */ {Code: jge, K: x32Bit, Jt: 5, Jf: 0}, // x32: 9
+		/* 4 */ {Code: jeq, K: unix.SYS_SOCKET, Jt: 3, Jf: 0}, // 8
+		/* 5 */ {Code: jeq, K: unix.SYS_TRUNCATE, Jt: 2, Jf: 0}, // 8
+		/* 6 */ {Code: jeq, K: unix.SYS_IO_URING_SETUP, Jt: 2, Jf: 0}, // 9
+		/* 7 */ {Code: ret, K: unix.SECCOMP_RET_ALLOW},
+		/* 8 */ {Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)},
+		/* 9 */ {Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
 	}
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
