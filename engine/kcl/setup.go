@@ -13,6 +13,7 @@ import (
 
 	"github.com/kusionpr/kusionpr/engine/kcl/deps"
 	"github.com/kusionpr/kusionpr/engine/project"
+	"github.com/kusionpr/kusionpr/internal/sandbox"
 )
 
 // The settings every door (the action, its commands, the bot and the Jobs
@@ -61,9 +62,12 @@ func SettingsFrom(getenv func(string) string) (Settings, error) {
 type Setup struct {
 	settings Settings
 	resolver *deps.Resolver
-	// refusal, when set, is why no main.k is compiled here.
+	// refusal, when set, is why no main.k is compiled here (refused).
 	refusal string
-	logger  *slog.Logger
+	checked sync.Once
+	// check asks the kernel what it confines (sandbox.Check).
+	check  func() (sandbox.Support, error)
+	logger *slog.Logger
 	// Idle is how long a checkout's runtime outlives its last compile.
 	Idle time.Duration
 
@@ -99,11 +103,21 @@ func NewSetup(s Settings, logger *slog.Logger) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Setup{settings: s, resolver: res, logger: logger, Idle: DefaultIdle, runs: map[string]*checkoutRun{}}
-	if err := CheckConfinement(s.Unconfined, UnconfinedSetting+"=true"); err != nil {
-		st.refusal = err.Error()
-	}
-	return st, nil
+	return &Setup{settings: s, resolver: res, logger: logger, Idle: DefaultIdle, runs: map[string]*checkoutRun{}, check: sandbox.Check}, nil
+}
+
+// refused says why KCL does not run here, asking the kernel once, at the
+// first main.k: a run with none pays nothing for it.
+func (s *Setup) refused() string {
+	s.checked.Do(func() {
+		if s.settings.Unconfined {
+			return
+		}
+		if _, err := s.check(); err != nil {
+			s.refusal = refusal(err, UnconfinedSetting+"=true")
+		}
+	})
+	return s.refusal
 }
 
 // Compile compiles st's main.k with the runtime of its checkout (its
@@ -112,8 +126,8 @@ func (s *Setup) Compile(ctx context.Context, st *project.Stack) ([]byte, error) 
 	if s == nil {
 		return nil, fmt.Errorf("stack %s: %s: KCL is not enabled here", st.Name, filepath.Join(st.Path, project.KCLFile))
 	}
-	if s.refusal != "" {
-		return nil, fmt.Errorf("stack %s: %s: %s", st.Name, filepath.Join(st.Path, project.KCLFile), s.refusal)
+	if why := s.refused(); why != "" {
+		return nil, fmt.Errorf("stack %s: %s: %s", st.Name, filepath.Join(st.Path, project.KCLFile), why)
 	}
 	root := st.Root
 	if root == "" && st.Project != nil {

@@ -66,17 +66,11 @@ func DefaultLimits() sandbox.Limits {
 // kcl-unconfined).
 const UnconfinedSetting = "KUSIONPR_KCL_UNCONFINED"
 
-// CheckConfinement says whether KCL from a repository can run here: nil
-// when the kernel confines it or the operator allowed it unconfined; else
-// why not, naming setting, the operator's way to allow it.
-func CheckConfinement(unconfined bool, setting string) error {
-	if unconfined {
-		return nil
-	}
-	if _, err := sandbox.Check(); err != nil {
-		return fmt.Errorf("KCL from a repository runs only confined, and this machine cannot confine it (%v): set %s to run it unconfined, as code of the repository's next to this process's credentials", err, setting)
-	}
-	return nil
+// refusal is why KCL from a repository does not run where the kernel
+// cannot confine it (err, from sandbox.Check), naming setting, the
+// operator's way to allow it.
+func refusal(err error, setting string) string {
+	return fmt.Sprintf("KCL from a repository runs only confined, and this machine cannot confine it (%v): set %s to run it unconfined, as code of the repository's next to this process's credentials", err, setting)
 }
 
 // Compile compiles st's main.k to its AppConfigurations in YAML.
