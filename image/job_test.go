@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/internal/testenv"
@@ -30,15 +31,12 @@ import (
 func TestJobRunsFromTheImage(t *testing.T) {
 	b := newBuildah(t)
 	client := testenv.Client(t)
-	bucket := testenv.S3(t).NewBucket(t)
 	suffix := fmt.Sprintf("%06x", rand.IntN(1<<24))
 	jobs, target := "image-jobs-"+suffix, "image-stacks-"+suffix
 	testenv.Namespaces(t, client, jobs, target)
 	testenv.RunnerAccount(t, client, jobs, "runner", target)
 	testenv.StoreSecret(t, client, jobs, "store")
-
-	root := t.TempDir()
-	for p, body := range map[string]string{
+	runJob(t, b, client, jobs, map[string]string{
 		"infra/project.yaml":   "name: infra-" + suffix + "\n",
 		"infra/dev/stack.yaml": "name: dev\n",
 		"infra/dev/spec.yaml": fmt.Sprintf(`resources:
@@ -54,18 +52,67 @@ func TestJobRunsFromTheImage(t *testing.T) {
     metadata: {name: from-terraform, namespace: %[1]s}
     data: {seed: $kusion_path.hashicorp:terraform:terraform_data:seed.output}
 `, target, suffix),
-	} {
+	}, nil)
+	cm, err := client.CoreV1().ConfigMaps(target).Get(context.Background(), "from-terraform", metav1.GetOptions{})
+	if err != nil || cm.Data["seed"] != "seed-"+suffix {
+		t.Errorf("the ConfigMap the Job applied: %v, %v", cm, err)
+	}
+}
+
+// TestJobCompilesKCLFromTheImage: a stack in KCL (Kusion's quickstart,
+// its kcl.mod naming kam from git and service and network from OCI) is
+// applied by a Job of the image, as its non-root user with a read-only
+// root: the image's runtime compiles it, confined, its packages fetched
+// into the pod's /tmp from the servers the Job's environment allows.
+func TestJobCompilesKCLFromTheImage(t *testing.T) {
+	b := newBuildah(t)
+	client := testenv.Client(t)
+	served := testenv.KCLSettings(t)
+	suffix := fmt.Sprintf("%06x", rand.IntN(1<<24))
+	jobs, target := "image-kcljobs-"+suffix, "image-kcl-"+suffix
+	testenv.Namespaces(t, client, jobs, target)
+	testenv.RunnerAccount(t, client, jobs, "runner", target)
+	testenv.StoreSecret(t, client, jobs, "store")
+	runJob(t, b, client, jobs, map[string]string{
+		"apps/project.yaml":       "name: " + target + "\n",
+		"apps/default/stack.yaml": "name: default\n",
+		"apps/default/kcl.mod":    testenv.KCLQuickstartMod,
+		"apps/default/main.k":     testenv.KCLQuickstartMain,
+	}, []corev1.EnvVar{{Name: "KUSIONPR_KCL_ALLOW", Value: served.Allow}, {Name: "KUSIONPR_KCL_MIRRORS", Value: served.Mirrors}})
+	d, err := client.AppsV1().Deployments(target).Get(context.Background(), target+"-default-quickstart", metav1.GetOptions{})
+	if err != nil || d.Spec.Template.Spec.Containers[0].Image != "kusionstack/kusion-quickstart:latest" {
+		t.Errorf("the Deployment the Job applied: %v", err)
+	}
+	if served.Requests() == 0 {
+		t.Error("the Job fetched nothing from the package servers")
+	}
+}
+
+// runJob applies the one stack of files (path: content) through the
+// Kubernetes executor, its Job's pod run in the image by a stand-in
+// kubelet, and fails unless the release succeeded. env is added to the
+// Job's.
+func runJob(t *testing.T, b buildah, client kubernetes.Interface, jobs string, files map[string]string, env []corev1.EnvVar) {
+	t.Helper()
+	bucket := testenv.S3(t).NewBucket(t)
+	root := t.TempDir()
+	var stack string
+	for p, body := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(root, p), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if filepath.Base(p) == "stack.yaml" {
+			stack = filepath.Join(root, filepath.Dir(p))
+		}
 	}
 	x := &kubejob.Executor{Client: client, Poll: time.Second, Config: kubejob.Config{Image: b.image, Settings: kubejob.Settings{
 		Namespace: jobs, ServiceAccount: "runner",
 		NodeSelector: map[string]string{"kusionpr-test/pool": "stand-in-kubelet"},
 		EnvFrom:      []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "store"}}}},
+		Env:          env,
 	}}}
 	sha := fmt.Sprintf("%040x", rand.Uint64())
 	opts := workflow.Options{Backend: bucket, CheckoutRoot: root, RecordUnchanged: true, Trigger: "merge",
@@ -73,10 +120,10 @@ func TestJobRunsFromTheImage(t *testing.T) {
 		Origin: &model.Origin{SHA: sha, PullRequest: 9, Actor: "octocat", Command: "merge", Repository: &model.Repository{ID: 99, FullName: "acme/infra"}}}
 	done := make(chan *workflow.StackResult, 1)
 	go func() {
-		done <- x.RunStack(context.Background(), workflow.Apply, filepath.Join(root, "infra/dev"), opts)
+		done <- x.RunStack(context.Background(), workflow.Apply, stack, opts)
 	}()
 
-	req, err := workflow.NewRequest(workflow.Apply, filepath.Join(root, "infra/dev"), opts)
+	req, err := workflow.NewRequest(workflow.Apply, stack, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,9 +174,5 @@ func TestJobRunsFromTheImage(t *testing.T) {
 	}
 	if r.Err != nil || r.Release == nil || r.Release.Phase != model.PhaseSucceeded {
 		t.Fatalf("the run as the bot sees it: %v, %+v\nthe container's log:\n%s", r.Err, r.Release, log)
-	}
-	cm, err := client.CoreV1().ConfigMaps(target).Get(context.Background(), "from-terraform", metav1.GetOptions{})
-	if err != nil || cm.Data["seed"] != "seed-"+suffix {
-		t.Errorf("the ConfigMap the Job applied: %v, %v", cm, err)
 	}
 }

@@ -338,3 +338,47 @@ func TestResolvePathDependencies(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveGitReferences: a git dependency by tag, by commit id, by
+// branch and by none (the default branch) is fetched over smart HTTP from
+// the local git server and gives the same commit and files; a commit the
+// repository does not hold is refused, naming it.
+func TestResolveGitReferences(t *testing.T) {
+	_, _, allow, mirrors := sources(t)
+	const commit = "6554762a1064c7a4e3e1613ef9f799af0e53635e"
+	for _, tc := range []struct{ name, dep, wantErr string }{
+		{"tag", `tag = "0.2.0"`, ""},
+		{"commit", `commit = "` + commit + `"`, ""},
+		{"branch", `branch = "main"`, ""},
+		{"default branch", ``, ""},
+		{"missing commit", `commit = "1111111111111111111111111111111111111111"`, "1111111111111111111111111111111111111111"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref := ""
+			if tc.dep != "" {
+				ref = ", " + tc.dep
+			}
+			checkout, dir := stack(t, "[package]\nname = \"s\"\n\n[dependencies]\nkam = { git = \"https://github.com/KusionStack/kam.git\""+ref+" }\n", "")
+			r, err := deps.New(deps.Options{CacheDir: t.TempDir(), Allow: allow, Mirrors: mirrors})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pkgs, err := r.Resolve(context.Background(), dir, checkout)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), `dependency "kam"`) {
+					t.Fatalf("error = %v, want it to name kam and %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pkgs) != 1 || pkgs[0].Resolved != commit {
+				t.Fatalf("packages %+v, want kam at %s", pkgs, commit)
+			}
+			if _, err := os.Stat(filepath.Join(pkgs[0].Dir, "v1/app_configuration/app_configuration.k")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

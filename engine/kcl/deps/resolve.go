@@ -47,8 +47,6 @@ type Options struct {
 	Mirrors string
 	// Limits bound each fetch; zero fields take DefaultLimits'.
 	Limits Limits
-	// Git is the git binary (empty: "git" from PATH).
-	Git string
 	// Lookup resolves host names (nil: the system resolver).
 	Lookup LookupFunc
 	// Logger receives what was fetched and reused (nil: slog.Default()).
@@ -73,7 +71,6 @@ type Resolver struct {
 	allow   Allowlist
 	mirrors Mirrors
 	lim     Limits
-	git     string
 	lookup  LookupFunc
 	log     *slog.Logger
 	dialer  checkedDialer
@@ -108,14 +105,10 @@ func New(opts Options) (*Resolver, error) {
 		allow:   allow,
 		mirrors: mirrors,
 		lim:     opts.Limits.withDefaults(),
-		git:     opts.Git,
 		lookup:  opts.Lookup,
 		log:     opts.Logger,
 		memo:    map[string]fetched{},
 		mods:    map[string]packageMods{},
-	}
-	if r.git == "" {
-		r.git = "git"
 	}
 	if r.lookup == nil {
 		r.lookup = defaultLookup
@@ -506,17 +499,12 @@ func (r *Resolver) download(ctx context.Context, d kclmod.Dependency, loc locati
 }
 
 func (r *Resolver) downloadGit(ctx context.Context, d kclmod.Dependency, loc location, staged, pkgDir string) (string, error) {
-	e, _ := r.allow.match(loc)
-	ip, err := pickAddr(ctx, r.lookup, loc.host, e.private)
-	if err != nil {
-		return "", err
+	objects := filepath.Join(staged, "objects")
+	if err := os.Mkdir(objects, 0o700); err != nil {
+		return "", fmt.Errorf("making a folder for the repository's objects: %w", err)
 	}
-	home := filepath.Join(staged, "home")
-	if err := os.Mkdir(home, 0o700); err != nil {
-		return "", fmt.Errorf("making git's home folder: %w", err)
-	}
-	g := gitRunner{bin: r.git, home: home}
-	return fetchGit(ctx, g, loc, ip.String(), d.Git.Tag, d.Git.Commit, d.Git.Branch, r.lim, pkgDir)
+	defer os.RemoveAll(objects)
+	return fetchGit(ctx, r.client, loc, d.Git.Tag, d.Git.Commit, d.Git.Branch, r.lim, objects, pkgDir)
 }
 
 // CacheDir is the folder fetched packages are kept in: a program compiled
