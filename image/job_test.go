@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -73,6 +74,22 @@ func TestJobCompilesKCLFromTheImage(t *testing.T) {
 	testenv.Namespaces(t, client, jobs, target)
 	testenv.RunnerAccount(t, client, jobs, "runner", target)
 	testenv.StoreSecret(t, client, jobs, "store")
+	// The quickstart's Spec holds its Namespace: the runner may apply it.
+	ctx := context.Background()
+	name := "kusionpr-test-namespaces-" + suffix
+	if _, err := client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create", "patch"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "runner", Namespace: jobs}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		client.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	runJob(t, b, client, jobs, map[string]string{
 		"apps/project.yaml":       "name: " + target + "\n",
 		"apps/default/stack.yaml": "name: default\n",
