@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/kusionpr/kusionpr/internal/githubfake"
@@ -108,22 +106,7 @@ func TestKCLFromAPullRequestIsConfined(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "app-key.pem")
 	write(t, keyFile, "-----BEGIN RSA PRIVATE KEY-----\n"+secret+"\n")
 
-	var dialed atomic.Int64
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialed.Add(1)
-			c.Close()
-		}
-	}()
+	loopback, dialed := testenv.Listener(t)
 
 	project := fmt.Sprintf("kcla-%06x", rand.IntN(1<<24))
 	write(t, filepath.Join(root, "attacks/project.yaml"), "name: "+project+"\n")
@@ -152,7 +135,7 @@ name = "loopback"
 version = "0.1.0"
 
 [dependencies]
-evil = { oci = "oci://` + ln.Addr().String() + `/evil", tag = "1.0.0" }
+evil = { oci = "oci://` + loopback + `/evil", tag = "1.0.0" }
 `, want: "KUSIONPR_KCL_ALLOW"},
 	}
 	var files []githubfake.PullFile
@@ -195,7 +178,7 @@ evil = { oci = "oci://` + ln.Addr().String() + `/evil", tag = "1.0.0" }
 	if _, err := os.Stat(filepath.Join(root, "attacks/write/planted.txt")); err == nil {
 		t.Error("main.k wrote planted.txt into the checkout")
 	}
-	if n := dialed.Load(); n != 0 {
+	if n := dialed(); n != 0 {
 		t.Errorf("the loopback listener saw %d connections, want none", n)
 	}
 }

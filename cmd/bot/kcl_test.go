@@ -1,13 +1,11 @@
 package main
 
 import (
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/kusionpr/kusionpr/internal/githubfake"
@@ -85,22 +83,7 @@ func TestKCLQuickstartOnMerge(t *testing.T) {
 // internal/sandbox's TestAttacks the reads.)
 func TestKCLFromAPullRequestCannotReachTheBotsSecrets(t *testing.T) {
 	served := testenv.KCLSettings(t)
-	var dialed atomic.Int64
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialed.Add(1)
-			c.Close()
-		}
-	}()
+	loopback, dialed := testenv.Listener(t)
 	var keyLine, keyPath string
 	attacks := map[string]struct{ main, mod, want string }{
 		"environ":     {main: "import file\nleak = file.read_env(\"KUSIONPR_APP_PRIVATE_KEY\")\n", want: "no apps"},
@@ -109,7 +92,7 @@ func TestKCLFromAPullRequestCannotReachTheBotsSecrets(t *testing.T) {
 		"satoken":     {main: "import file\nleak = file.read(\"/var/run/secrets/kubernetes.io/serviceaccount/token\")\n", want: "main.k:2"},
 		"write":       {main: "import file\n_w = file.write(\"planted.txt\", \"x\")\n", want: "Permission denied"},
 		"loopback": {main: testenv.KCLQuickstartMain, want: "KUSIONPR_KCL_ALLOW",
-			mod: "[package]\nname = \"loopback\"\nversion = \"0.1.0\"\n\n[dependencies]\nevil = { oci = \"oci://" + ln.Addr().String() + "/evil\", tag = \"1.0.0\" }\n"},
+			mod: "[package]\nname = \"loopback\"\nversion = \"0.1.0\"\n\n[dependencies]\nevil = { oci = \"oci://" + loopback + "/evil\", tag = \"1.0.0\" }\n"},
 	}
 	w := newWorld(t, withKCL(served), withKeyInEnvironment(&keyLine), func(w *world) {
 		for _, kv := range w.env {
@@ -156,7 +139,7 @@ func TestKCLFromAPullRequestCannotReachTheBotsSecrets(t *testing.T) {
 	if found := secretsIn(seen+w.logs(), keyLine); len(found) != 0 {
 		t.Errorf("%v in a comment or the bot's log", found)
 	}
-	if n := dialed.Load(); n != 0 {
+	if n := dialed(); n != 0 {
 		t.Errorf("the loopback listener saw %d connections, want none", n)
 	}
 }

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -121,3 +122,27 @@ quickstart: ac.AppConfiguration {
     }
 }
 `
+
+// Listener is a loopback TCP listener that accepts and counts connections
+// and says nothing: what a dependency on a loopback port would reach.
+// It returns its address and how many connections it saw.
+func Listener(t testing.TB) (addr string, accepted func() int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), n.Load
+}

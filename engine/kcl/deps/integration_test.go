@@ -20,21 +20,6 @@ import (
 	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
-// The kcl.mod `kusion init` writes for its quickstart stack, unchanged:
-// the mirror setting sends its names to the local servers.
-const quickstartMod = `[package]
-name = "quickstart"
-version = "0.1.0"
-
-[dependencies]
-kam = { git = "https://github.com/KusionStack/kam.git", tag = "0.2.0" }
-service = { oci = "oci://ghcr.io/kusionstack/service", tag = "0.1.0" }
-network = { oci = "oci://ghcr.io/kusionstack/network", tag = "0.2.0" }
-
-[profile]
-entries = ["main.k"]
-`
-
 // sources puts counting proxies before the local registry and git server
 // and returns the settings that send Kusion's names through them, with
 // the default allowlist kept.
@@ -112,7 +97,7 @@ func lockFor(t *testing.T, serviceSum string) string {
 
 func TestResolveQuickstartFetchesOnce(t *testing.T) {
 	ociProxy, gitProxy, allow, mirrors := sources(t)
-	checkout, dir := stack(t, quickstartMod, lockFor(t, ""))
+	checkout, dir := stack(t, testenv.KCLQuickstartMod, lockFor(t, ""))
 	cache := t.TempDir()
 	ctx := context.Background()
 	r, err := deps.New(deps.Options{CacheDir: cache, Allow: allow, Mirrors: mirrors})
@@ -169,7 +154,7 @@ func TestResolveQuickstartFetchesOnce(t *testing.T) {
 
 func TestResolveRefusesLockMismatch(t *testing.T) {
 	_, _, allow, mirrors := sources(t)
-	checkout, dir := stack(t, quickstartMod, lockFor(t, "bm90IHRoZSBzdW0gb2YgdGhlIHNlcnZpY2UgcGFja2FnZQ=="))
+	checkout, dir := stack(t, testenv.KCLQuickstartMod, lockFor(t, "bm90IHRoZSBzdW0gb2YgdGhlIHNlcnZpY2UgcGFja2FnZQ=="))
 	r, err := deps.New(deps.Options{CacheDir: t.TempDir(), Allow: allow, Mirrors: mirrors})
 	if err != nil {
 		t.Fatal(err)

@@ -3,21 +3,12 @@ package kclmod
 import (
 	"strings"
 	"testing"
+
+	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
-// The kcl.mod `kusion init` writes for its quickstart stack.
-const quickstart = `[package]
-name = "quickstart"
-version = "0.1.0"
-
-[dependencies]
-kam = { git = "https://github.com/KusionStack/kam.git", tag = "0.2.0" }
-service = { oci = "oci://ghcr.io/kusionstack/service", tag = "0.1.0" }
-network = { oci = "oci://ghcr.io/kusionstack/network", tag = "0.2.0" }
-
-[profile]
-entries = ["main.k"]
-`
+// quickstart is the kcl.mod `kusion init` writes for its quickstart stack.
+const quickstart = testenv.KCLQuickstartMod
 
 func TestParseQuickstart(t *testing.T) {
 	m, err := Parse("kcl.mod", []byte(quickstart))
