@@ -143,3 +143,48 @@ func TestKCLFromAPullRequestCannotReachTheBotsSecrets(t *testing.T) {
 		t.Errorf("the loopback listener saw %d connections, want none", n)
 	}
 }
+
+// TestKCLMergeAppliesThroughAWorkflowRun: with the executor
+// github-actions, a merged stack in KCL is compiled and applied by the run
+// of the repository's workflow (the example one): the action in it
+// compiles main.k with the settings of the step's environment, fetching
+// its packages; the bot, which compiles nothing, reports the release.
+func TestKCLMergeAppliesThroughAWorkflowRun(t *testing.T) {
+	served := testenv.KCLSettings(t)
+	// The workflow's step environment, as its env: would set them.
+	t.Setenv("KUSIONPR_KCL_ALLOW", served.Allow)
+	t.Setenv("KUSIONPR_KCL_MIRRORS", served.Mirrors)
+	t.Setenv("KUSIONPR_KCL_CACHE", t.TempDir())
+	w := newWorld(t, withActions(), func(w *world) {
+		os.Remove(filepath.Join(w.tree, "apps/web/dev/spec.yaml"))
+		w.writeTree(map[string]string{
+			"apps/web/dev/stack.yaml": "name: dev\nextensions:\n  - kind: kubernetesNamespace\n    kubernetesNamespace:\n      namespace: " + w.ns + "\n",
+			"apps/web/dev/kcl.mod":    testenv.KCLQuickstartMod,
+			"apps/web/dev/main.k":     testenv.KCLQuickstartMain,
+		})
+	})
+	repoID := int64(w.payload("pull_request", "closed")["repository"].(map[string]any)["id"].(float64))
+	w.gh.SetWorkflow(w.owner, w.repo, "kusion-run.yml", githubfake.ReadWorkflow(t, exampleRunWorkflow))
+	w.gh.OnDispatch(func(d githubfake.Dispatch) { w.runWorkflow(d, repoID) })
+
+	const number, head, merge = 36, "3636363636363636363636363636363636363636", "3737373737373737373737373737373737373737"
+	w.pullRequest(number, head)
+	w.gh.SetPullFiles(w.owner, w.repo, number, []githubfake.PullFile{{Filename: "apps/web/dev/main.k", Status: "added"}})
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+	if d := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); d.Status != http.StatusAccepted {
+		t.Fatalf("merge delivery answered %d: %s", d.Status, d.Body)
+	}
+	w.waitFor("the apply's comment", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
+	if w.commentsContaining(number, "release 1 succeeded") != 1 {
+		t.Fatalf("comments: %+v\nlogs:\n%s", w.gh.Comments(w.owner, w.repo, number), w.logs())
+	}
+	out, err := exec.Command("kubectl", "--kubeconfig", testenv.Kubeconfig(t), "-n", w.ns, "get", "deployment", "web-dev-quickstart",
+		"-o", "jsonpath={.spec.template.spec.containers[0].image}").CombinedOutput()
+	if got := strings.TrimSpace(string(out)); err != nil || got != "kusionstack/kusion-quickstart:latest" {
+		t.Errorf("applied deployment image = %q (%v)", got, err)
+	}
+	if served.Requests() == 0 {
+		t.Error("the workflow run fetched nothing from the package servers")
+	}
+}
