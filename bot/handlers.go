@@ -22,7 +22,7 @@ import (
 type event struct {
 	Action string `json:"action"`
 	// The pull request of a pull_request event is read as the action
-	// reads its event file (githubapi.ParsePullRequestEvent).
+	// reads its event file (githubapi.ParseEvent).
 	Issue *struct {
 		Number      int       `json:"number"`
 		PullRequest *struct{} `json:"pull_request"`
@@ -153,10 +153,11 @@ func (b *Bot) dispatch(d *webhook.Delivery, redelivered bool) (string, error) {
 	}
 	var pr *githubapi.PullRequest
 	if d.Event == "pull_request" {
-		var err error
-		if pr, err = githubapi.ParsePullRequestEvent(d.Body); err != nil {
+		parsed, err := githubapi.ParseEvent(d.Event, d.Body)
+		if err != nil {
 			return "", fmt.Errorf("malformed %s payload: %v", d.Event, err)
 		}
+		pr = parsed.PullRequest
 	}
 	j := job{installation: ev.Installation.ID, owner: ev.Repository.Owner.Login, repo: ev.Repository.Name, repoID: ev.Repository.ID,
 		defaultBranch: ev.Repository.DefaultBranch}

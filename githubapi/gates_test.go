@@ -268,22 +268,23 @@ func TestForkRule(t *testing.T) {
 		{"another repository, not flagged a fork", `{"id": 13, "full_name": "someone/web", "fork": false}`, true},
 		{"a deleted fork (head.repo null)", `null`, true},
 	} {
-		pr, err := githubapi.ParsePullRequestEvent(event(tc.headRepo))
-		if err != nil || pr == nil {
+		ev, err := githubapi.ParseEvent("pull_request", event(tc.headRepo))
+		if err != nil || ev.PullRequest == nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
+		pr := ev.PullRequest
 		if pr.Fork() != tc.want || pr.Number != 9 || pr.HeadSHA != "abc" || pr.BaseRef != "main" {
 			t.Errorf("%s: %+v fork %v, want fork %v", tc.name, pr, pr.Fork(), tc.want)
 		}
 	}
 	// In a repository that is itself a fork, a pull request between two of
 	// its branches: both sides are the one repository.
-	pr, _ := githubapi.ParsePullRequestEvent([]byte(`{"pull_request": {"number": 1, "head": {"repo": {"id": 20, "full_name": "me/web", "fork": true}}, "base": {"repo": {"id": 20, "full_name": "me/web", "fork": true}}}}`))
-	if pr.Fork() {
+	ev, _ := githubapi.ParseEvent("pull_request", []byte(`{"pull_request": {"number": 1, "head": {"repo": {"id": 20, "full_name": "me/web", "fork": true}}, "base": {"repo": {"id": 20, "full_name": "me/web", "fork": true}}}}`))
+	if ev.PullRequest.Fork() {
 		t.Errorf("a pull request inside a fork, between its own branches, is taken for a fork's")
 	}
-	if pr, err := githubapi.ParsePullRequestEvent([]byte(`{"ref": "refs/heads/main"}`)); pr != nil || err != nil {
-		t.Errorf("a push event: %+v, %v; want no pull request", pr, err)
+	if ev, err := githubapi.ParseEvent("push", []byte(`{"ref": "refs/heads/main"}`)); err != nil || ev.PullRequest != nil {
+		t.Errorf("a push event: %+v, %v; want no pull request", ev, err)
 	}
 }
 

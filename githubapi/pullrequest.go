@@ -1,8 +1,6 @@
 package githubapi
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -11,7 +9,7 @@ import (
 
 // PullRequest is a pull request as the workflow decides on it. The action's
 // event file, the bot's webhook payload and the REST API all give it, in
-// the same shape (ParsePullRequestEvent, PullRequestDetail), so both
+// the same shape (ParseEvent, PullRequestDetail), so both
 // binaries decide alike.
 type PullRequest struct {
 	Number           int
@@ -59,21 +57,4 @@ func pullRequestOf(pr *github.PullRequest) PullRequest {
 		MergeCommitSHA: pr.GetMergeCommitSHA(), MergedAt: pr.GetMergedAt().Time, MergedBy: pr.GetMergedBy().GetLogin(),
 		Commits: pr.GetCommits(),
 	}
-}
-
-// ParsePullRequestEvent reads the pull request of a pull_request or
-// pull_request_target event: an Actions event file or a webhook payload.
-// It is nil, with no error, for an event without one (a push).
-func ParsePullRequestEvent(payload []byte) (*PullRequest, error) {
-	var ev struct {
-		PullRequest *github.PullRequest `json:"pull_request"`
-	}
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return nil, fmt.Errorf("read the event's pull request: %w", err)
-	}
-	if ev.PullRequest == nil {
-		return nil, nil
-	}
-	pr := pullRequestOf(ev.PullRequest)
-	return &pr, nil
 }

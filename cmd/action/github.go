@@ -115,16 +115,18 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	}
 
 	command := in("command")
-	// The event as GitHub wrote it, read as the bot reads its webhooks.
-	var pr *githubapi.PullRequest
+	// The event as GitHub wrote it, parsed once, on go-github's types, as
+	// the bot reads its webhooks.
+	var ev *githubapi.Event
 	event, err := json.Marshal(gctx.Event)
 	if err == nil {
-		pr, err = githubapi.ParsePullRequestEvent(event)
+		ev, err = githubapi.ParseEvent(gctx.EventName, event)
 	}
 	if err != nil {
 		ga.Errorf("the event (GITHUB_EVENT_PATH): %v", err)
 		return 1
 	}
+	pr := ev.PullRequest
 	switch {
 	case command == "" && (pr != nil || gctx.EventName == "merge_group"):
 		command = "preview"
@@ -299,21 +301,21 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 				ga.Noticef("pull request #%d comes from a fork: previewed against the prior release only (allow-fork-credentials: true previews it with the credentials given)", pr.Number)
 			}
 		}
-		if repo, _ := gctx.Event["repository"].(map[string]any); cmd != workflow.Preview {
+		if cmd != workflow.Preview {
 			// The rule the bot keeps: a pull request into a branch other
 			// than the default, whose rules and protection a writer sets,
 			// is previewed, never applied.
-			def, _ := repo["default_branch"].(string)
+			def := ev.DefaultBranch
 			if !workflow.AppliesFrom(pr.BaseRef, def, nil) {
 				ga.Errorf("%s refused: pull request #%d is into %s, not the default branch %s: a pull request into another branch is previewed, never applied", cmd, pr.Number, pr.BaseRef, def)
 				return 1
 			}
 		}
-	case gctx.EventName == "push":
+	case ev.Push != nil:
 		change.SHA = gctx.SHA
 		// What the branch held before the push judges it; a push that
 		// made the branch has none (GitHub sends zeros).
-		if b, _ := gctx.Event["before"].(string); fullSHA.MatchString(b) && strings.Trim(b, "0") != "" {
+		if b := ev.Push.Before; fullSHA.MatchString(b) && strings.Trim(b, "0") != "" {
 			before = b
 		}
 		numbers, err := gh.PullRequestsOfCommit(ctx, gctx.SHA)
@@ -325,7 +327,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			change.Number = numbers[0]
 		} else {
 			// Pushed without a pull request: the commits say what changed.
-			change.Files = pushFiles(gctx.Event)
+			change.Files = pushFiles(ev.Push)
 		}
 	case gctx.EventName == "merge_group":
 		// A merge queue's group: previewed at its commit for what its
@@ -336,9 +338,10 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			ga.Errorf("merge_group: command %s: a merge queue's group is previewed here (command: preview); the bot applies in the queue (KUSIONPR_APPLY_IN_QUEUE), as it can tell its own check of the group ahead from any other", cmd)
 			return 2
 		}
-		g, _ := gctx.Event["merge_group"].(map[string]any)
-		head, _ := g["head_sha"].(string)
-		base, _ := g["base_sha"].(string)
+		var head, base string
+		if g := ev.MergeGroup; g != nil {
+			head, base = g.HeadSHA, g.BaseSHA
+		}
 		if head == "" || base == "" {
 			ga.Errorf("merge_group event without head_sha and base_sha")
 			return 1
@@ -437,20 +440,11 @@ func jobRepository(ga *githubactions.Action, gctx *githubactions.GitHubContext) 
 	return &model.Repository{ID: max(id, 0), FullName: gctx.Repository}
 }
 
-// pushFiles lists what a push event's commits added, changed and removed.
-func pushFiles(ev map[string]any) []workflow.ChangedFile {
+// pushFiles lists what a push's commits added, changed and removed.
+func pushFiles(p *githubapi.Push) []workflow.ChangedFile {
 	out := []workflow.ChangedFile{}
-	commits, _ := ev["commits"].([]any)
-	for _, c := range commits {
-		cm, _ := c.(map[string]any)
-		for status, key := range map[string]string{"added": "added", "modified": "modified", "removed": "removed"} {
-			files, _ := cm[key].([]any)
-			for _, f := range files {
-				if p, ok := f.(string); ok {
-					out = append(out, workflow.ChangedFile{Path: p, Status: status})
-				}
-			}
-		}
+	for _, f := range p.Files {
+		out = append(out, workflow.ChangedFile{Path: f.Path, Status: f.Status})
 	}
 	return out
 }
