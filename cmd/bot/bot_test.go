@@ -198,6 +198,22 @@ func (w *world) waitFor(what string, cond func() bool) {
 	}
 }
 
+// mergeApplied merges pull request number as the commit merge (the
+// world's tree), delivers the merge and waits for its apply's comment,
+// which must report release 1 succeeded.
+func (w *world) mergeApplied(number int, merge string) {
+	w.t.Helper()
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+	if d := githubfake.Deliver(w.t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); d.Status != http.StatusAccepted {
+		w.t.Fatalf("merge delivery answered %d: %s", d.Status, d.Body)
+	}
+	w.waitFor("the apply's comment", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
+	if w.commentsContaining(number, "release 1 succeeded") != 1 {
+		w.t.Fatalf("the apply did not succeed: %+v\nlogs:\n%s", w.gh.Comments(w.owner, w.repo, number), w.logs())
+	}
+}
+
 func (w *world) commentsContaining(number int, s string) int {
 	n := 0
 	for _, c := range w.gh.Comments(w.owner, w.repo, number) {

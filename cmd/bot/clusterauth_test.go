@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/pem"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,15 +106,7 @@ func TestModuleBinarySeesNoSecrets(t *testing.T) {
 	const number, head, merge = 61, "6161616161616161616161616161616161616161", "6262626262626262626262626262626262626262"
 	w.pullRequest(number, head)
 	w.gh.SetPullFiles(w.owner, w.repo, number, []githubfake.PullFile{{Filename: "apps/web/dev/main.yaml", Status: "added"}})
-	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
-	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
-	if d := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); d.Status != http.StatusAccepted {
-		t.Fatalf("merge delivery answered %d: %s", d.Status, d.Body)
-	}
-	w.waitFor("the apply's comment", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
-	if w.commentsContaining(number, "release 1 succeeded") != 1 {
-		t.Fatalf("the apply did not succeed: %+v\nlogs:\n%s", w.gh.Comments(w.owner, w.repo, number), w.logs())
-	}
+	w.mergeApplied(number, merge)
 	out, err := exec.Command("kubectl", "--kubeconfig", testenv.Kubeconfig(t), "-n", w.ns, "get", "configmap", "web-echo", "-o", "jsonpath={.data.tier}").CombinedOutput()
 	if err != nil || string(out) != "gold" {
 		t.Errorf("the module's ConfigMap in the cluster: %v %s", err, out)

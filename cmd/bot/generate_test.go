@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,15 +52,7 @@ func TestMergeAppliesGeneratedStack(t *testing.T) {
 	const number, head, merge = 31, "cccccccccccccccccccccccccccccccccccccccc", "dddddddddddddddddddddddddddddddddddddddd"
 	w.pullRequest(number, head)
 	w.gh.SetPullFiles(w.owner, w.repo, number, []githubfake.PullFile{{Filename: "apps/web/dev/main.yaml", Status: "added"}})
-	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
-	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
-	if d := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); d.Status != http.StatusAccepted {
-		t.Fatalf("merge delivery answered %d: %s", d.Status, d.Body)
-	}
-	w.waitFor("the apply's comment", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
-	if w.commentsContaining(number, "release 1 succeeded") != 1 {
-		t.Fatalf("comments: %+v\nlogs:\n%s", w.gh.Comments(w.owner, w.repo, number), w.logs())
-	}
+	w.mergeApplied(number, merge)
 
 	s := w.store()
 	rel, err := s.Latest(context.Background(), "web", "dev")

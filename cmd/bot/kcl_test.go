@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,12 +57,7 @@ func TestKCLQuickstartOnMerge(t *testing.T) {
 		t.Fatalf("the preview does not show %s: %+v\nlogs:\n%s", deployment, w.gh.Comments(w.owner, w.repo, number), w.logs())
 	}
 
-	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
-	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
-	if d := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); d.Status != http.StatusAccepted {
-		t.Fatalf("merge delivery answered %d: %s", d.Status, d.Body)
-	}
-	w.waitFor("the apply's comment", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
+	w.mergeApplied(number, merge)
 	out, err := exec.Command("kubectl", "--kubeconfig", testenv.Kubeconfig(t), "-n", w.ns, "get", "deployment", "web-dev-quickstart",
 		"-o", "jsonpath={.spec.replicas}/{.spec.template.spec.containers[0].image}").CombinedOutput()
 	if got := strings.TrimSpace(string(out)); err != nil || got != "2/kusionstack/kusion-quickstart:latest" {
@@ -170,15 +164,7 @@ func TestKCLMergeAppliesThroughAWorkflowRun(t *testing.T) {
 	const number, head, merge = 36, "3636363636363636363636363636363636363636", "3737373737373737373737373737373737373737"
 	w.pullRequest(number, head)
 	w.gh.SetPullFiles(w.owner, w.repo, number, []githubfake.PullFile{{Filename: "apps/web/dev/main.k", Status: "added"}})
-	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
-	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
-	if d := githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge)); d.Status != http.StatusAccepted {
-		t.Fatalf("merge delivery answered %d: %s", d.Status, d.Body)
-	}
-	w.waitFor("the apply's comment", func() bool { return w.commentsContaining(number, "Applied stack") == 1 })
-	if w.commentsContaining(number, "release 1 succeeded") != 1 {
-		t.Fatalf("comments: %+v\nlogs:\n%s", w.gh.Comments(w.owner, w.repo, number), w.logs())
-	}
+	w.mergeApplied(number, merge)
 	out, err := exec.Command("kubectl", "--kubeconfig", testenv.Kubeconfig(t), "-n", w.ns, "get", "deployment", "web-dev-quickstart",
 		"-o", "jsonpath={.spec.template.spec.containers[0].image}").CombinedOutput()
 	if got := strings.TrimSpace(string(out)); err != nil || got != "kusionstack/kusion-quickstart:latest" {
