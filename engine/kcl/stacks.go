@@ -75,11 +75,15 @@ func refusal(err error, setting string) string {
 
 // Compile compiles st's main.k to its AppConfigurations in YAML.
 func (s *Stacks) Compile(ctx context.Context, st *project.Stack) ([]byte, error) {
-	mod, err := kclmod.Load(st.Path)
+	root := s.Root
+	if root == "" {
+		root = st.Path
+	}
+	mod, err := kclmod.Load(root, st.Path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
-	files, err := s.entries(st, mod)
+	files, err := entries(root, st, mod)
 	if err != nil {
 		return nil, err
 	}
@@ -103,9 +107,9 @@ func (s *Stacks) Compile(ctx context.Context, st *project.Stack) ([]byte, error)
 }
 
 // entries are the files compiled, in order: the profile's, each in the
-// checkout; without a kcl.mod or entries, every .k file of the stack's
+// checkout root; without a kcl.mod or entries, every .k file of the stack's
 // folder, as kpm compiles a folder.
-func (s *Stacks) entries(st *project.Stack, mod *kclmod.Mod) ([]string, error) {
+func entries(root string, st *project.Stack, mod *kclmod.Mod) ([]string, error) {
 	var names []string
 	if mod != nil {
 		names = mod.Entries
@@ -128,15 +132,12 @@ func (s *Stacks) entries(st *project.Stack, mod *kclmod.Mod) ([]string, error) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(st.Path, n)
 		}
-		root := s.Root
-		if root == "" {
-			root = st.Path
-		}
-		if _, err := confine.Resolve(root, "", path); err != nil {
+		_, err := confine.Resolve(root, "", path)
+		switch {
+		case errors.Is(err, confine.ErrOutside):
 			return nil, fmt.Errorf("stack %s: %s: [profile] entries: %s lies outside the checkout %s: refused", st.Name, filepath.Join(st.Path, kclmod.ModFile), n, root)
-		}
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("stack %s: %s: [profile] entries: %s: no such file", st.Name, filepath.Join(st.Path, kclmod.ModFile), n)
+		case err != nil:
+			return nil, fmt.Errorf("stack %s: %s: [profile] entries: %s: %w", st.Name, filepath.Join(st.Path, kclmod.ModFile), n, err)
 		}
 		files = append(files, path)
 	}

@@ -118,3 +118,38 @@ func TestProfileEntriesOutsideTheCheckout(t *testing.T) {
 		t.Fatalf("error = %v, want the entry refused as outside the checkout", err)
 	}
 }
+
+// TestKCLModLinkedOutOfTheCheckout: a pull request's kcl.mod (or
+// kcl.mod.lock) that is a link to a file of the machine's is refused
+// unread, naming the file: its content never reaches a parser whose
+// messages go to a comment.
+func TestKCLModLinkedOutOfTheCheckout(t *testing.T) {
+	const secret = "linked-s3cret-token"
+	outside := filepath.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(outside, []byte("TOKEN="+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"kcl.mod", "kcl.mod.lock"} {
+		t.Run(name, func(t *testing.T) {
+			root, st := attackStack(t, "a = 1\n")
+			if name == "kcl.mod.lock" {
+				if err := os.WriteFile(filepath.Join(st.Path, "kcl.mod"), []byte("[package]\nname = \"a\"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(outside, filepath.Join(st.Path, name)); err != nil {
+				t.Fatal(err)
+			}
+			res, err := deps.New(deps.Options{CacheDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// No runtime is needed: the file is refused before one starts.
+			stacks := &kcl.Stacks{Compiler: kcl.Compiler{Runtime: "/nonexistent"}, Resolver: res, Root: root}
+			_, err = stacks.Compile(context.Background(), st)
+			if err == nil || !strings.Contains(err.Error(), name+": it is a link to a file outside") || strings.Contains(err.Error(), "TOKEN") {
+				t.Fatalf("error = %v, want %s refused as a link out of the checkout, its content unread", err, name)
+			}
+		})
+	}
+}

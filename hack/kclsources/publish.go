@@ -118,7 +118,7 @@ func packageTar(dir string) ([]byte, error) {
 // the layer type as the artifact type, and kpm's annotations
 // org.kcllang.package.{name,version,description,sum}.
 func pushOCI(ctx context.Context, registry, dir string, p ociPackage) (string, error) {
-	mod, err := kclmod.Load(dir)
+	mod, err := kclmod.Load(dir, dir)
 	if err != nil {
 		return "", err
 	}

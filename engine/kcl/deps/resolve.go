@@ -147,11 +147,11 @@ func (r *Resolver) Resolve(ctx context.Context, modDir, checkoutRoot string) ([]
 	if !exists(filepath.Join(dir, kclmod.ModFile)) {
 		return nil, nil
 	}
-	mod, err := kclmod.Load(dir)
+	mod, err := kclmod.Load(root, dir)
 	if err != nil {
 		return nil, err
 	}
-	rootLock, err := kclmod.LoadLock(dir)
+	rootLock, err := kclmod.LoadLock(root, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func (r *Resolver) Resolve(ctx context.Context, modDir, checkoutRoot string) ([]
 			return nil, err
 		}
 		out = append(out, pkg)
-		sub, subLock, err := r.packageMod(pkg)
+		sub, subLock, err := r.packageMod(pkg, pkgRoot)
 		if err != nil {
 			return nil, fmt.Errorf("dependency %q (%s): %w", p.dep.Name, p.dep.Source(), err)
 		}
@@ -198,8 +198,9 @@ func (r *Resolver) Resolve(ctx context.Context, modDir, checkoutRoot string) ([]
 // packageMod is a dependency's own kcl.mod and lock (nil without one). A
 // fetched package's folder is named by its content and never changes, so
 // what it holds is read once per Resolver: a run's stacks, which name the
-// same packages, do not read and parse them again.
-func (r *Resolver) packageMod(pkg Package) (*kclmod.Mod, *kclmod.Lock, error) {
+// same packages, do not read and parse them again. root is the tree the
+// package lies in: the checkout for a path dependency.
+func (r *Resolver) packageMod(pkg Package, root string) (*kclmod.Mod, *kclmod.Lock, error) {
 	if pkg.Resolved != "" {
 		r.mu.Lock()
 		m, ok := r.mods[pkg.Dir]
@@ -211,10 +212,10 @@ func (r *Resolver) packageMod(pkg Package) (*kclmod.Mod, *kclmod.Lock, error) {
 	var m packageMods
 	if exists(filepath.Join(pkg.Dir, kclmod.ModFile)) {
 		var err error
-		if m.mod, err = kclmod.Load(pkg.Dir); err != nil {
+		if m.mod, err = kclmod.Load(root, pkg.Dir); err != nil {
 			return nil, nil, err
 		}
-		if m.lock, err = kclmod.LoadLock(pkg.Dir); err != nil {
+		if m.lock, err = kclmod.LoadLock(root, pkg.Dir); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -322,7 +323,7 @@ func findPackage(tree, pkg, name string) (string, error) {
 		if d.IsDir() || d.Name() != kclmod.ModFile {
 			return nil
 		}
-		m, err := kclmod.Load(filepath.Dir(p))
+		m, err := kclmod.Load(tree, filepath.Dir(p))
 		if err == nil && m.Package.Name == pkg {
 			found = filepath.Dir(p)
 			return filepath.SkipAll

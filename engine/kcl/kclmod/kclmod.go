@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kusionpr/kusionpr/internal/confine"
 )
 
 // The file names kpm uses.
@@ -180,14 +182,34 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Load reads dir/kcl.mod.
-func Load(dir string) (*Mod, error) {
+// Load reads dir's kcl.mod. root is the tree it belongs to (a checkout,
+// a fetched package): a kcl.mod that is a link leading out of it is
+// refused unread, as the repository's link may point at any file of the
+// machine's.
+func Load(root, dir string) (*Mod, error) {
 	p := filepath.Join(dir, ModFile)
-	data, err := os.ReadFile(p)
+	data, err := readIn(root, p)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", p, err)
+		return nil, err
 	}
 	return Parse(p, data)
+}
+
+// readIn reads path, a file of the tree root, unless following its links
+// leaves root.
+func readIn(root, path string) ([]byte, error) {
+	real, err := confine.Resolve(root, "", path)
+	if errors.Is(err, confine.ErrOutside) {
+		return nil, fmt.Errorf("reading %s: it is a link to a file outside %s: refused", path, root)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	data, err := os.ReadFile(real)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return data, nil
 }
 
 type rawMod struct {

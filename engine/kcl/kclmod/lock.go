@@ -2,9 +2,7 @@ package kclmod
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/pelletier/go-toml/v2"
@@ -34,15 +32,16 @@ type LockEntry struct {
 	OCITag string `toml:"oci_tag"`
 }
 
-// LoadLock reads dir/kcl.mod.lock; a package without one has a nil Lock.
-func LoadLock(dir string) (*Lock, error) {
+// LoadLock reads dir/kcl.mod.lock, a file of the tree root as for Load;
+// a package without one has a nil Lock.
+func LoadLock(root, dir string) (*Lock, error) {
 	p := filepath.Join(dir, LockFile)
-	data, err := os.ReadFile(p)
+	data, err := readIn(root, p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", p, err)
+		return nil, err
 	}
 	return ParseLock(p, data)
 }
