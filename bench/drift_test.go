@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kusionpr/kusionpr/connect"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/githubfake"
 	"github.com/kusionpr/kusionpr/internal/testenv"
-	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -126,7 +126,7 @@ func BenchmarkDriftScan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	scan := &workflow.DriftScan{Runner: &workflow.Runner{Runtimes: runtimes.Factory{}, OpenStore: workflow.OpenStore},
+	scan := &workflow.DriftScan{Runner: &workflow.Runner{Runtimes: connect.Factory{}, OpenStore: workflow.OpenStore},
 		Options: workflow.Options{Backend: backend, CheckoutRoot: dir}, Root: dir, MaxParallel: 4}
 	requests := func() int {
 		before := len(gh.Calls())

@@ -20,13 +20,13 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kusionpr/kusionpr/connect"
 	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/executor/kubejob"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/policy"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
-	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -308,7 +308,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	strs("KUSIONPR_MODULE_ENV", &c.ModuleEnv)
 	if v := getenv("KUSIONPR_KUBECONFIGS"); v != "" {
 		var err error
-		if c.Kubeconfigs, err = runtimes.ParseKubeconfigs(v); err != nil {
+		if c.Kubeconfigs, err = connect.ParseKubeconfigs(v); err != nil {
 			errs = append(errs, fmt.Errorf("KUSIONPR_KUBECONFIGS: %w", err))
 		}
 	}
@@ -465,14 +465,14 @@ func checkPrivateKey(key string) error {
 }
 
 // clusters is how stacks reach their cluster, as configured.
-func (c *Config) clusters() runtimes.Clusters {
-	return runtimes.Clusters{Kubeconfigs: c.Kubeconfigs, KubeconfigsName: "KUSIONPR_KUBECONFIGS", SpecAllow: c.specAllow, Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}
+func (c *Config) clusters() connect.Clusters {
+	return connect.Clusters{Kubeconfigs: c.Kubeconfigs, KubeconfigsName: "KUSIONPR_KUBECONFIGS", SpecAllow: c.specAllow, Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}
 }
 
 // runtimes is how the bot's stacks reach their clusters and run
 // Terraform: built once, for the bot's one workflow.Runner.
-func (c *Config) runtimes() runtimes.Factory {
-	return runtimes.Factory{
+func (c *Config) runtimes() connect.Factory {
+	return connect.Factory{
 		Clusters: c.clusters(), ForceConflicts: true, ReadyTimeout: c.ReadyTimeout,
 		Terraform: terraform.Config{AllowProviders: c.TerraformProviders, PassEnv: c.TerraformEnv, ProviderSettings: c.TerraformProviderSettings},
 	}

@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/kusionpr/kusionpr/connect"
 	"github.com/kusionpr/kusionpr/engine/kcl"
 	"github.com/kusionpr/kusionpr/internal/confine"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
-	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -37,16 +37,16 @@ func clusterFlags(fs *flag.FlagSet) clusterSettings {
 }
 
 // apply puts the settings into opts and f.
-func (c clusterSettings) apply(opts *workflow.Options, f *runtimes.Factory) error {
+func (c clusterSettings) apply(opts *workflow.Options, f *connect.Factory) error {
 	allow, err := kubernetes.ParseAllowance(list(*c.specAllow))
 	if err != nil {
 		return fmt.Errorf("--spec-kubeconfig-allow: %w", err)
 	}
-	kubeconfigs, err := runtimes.ParseKubeconfigs(*c.kubeconfigs)
+	kubeconfigs, err := connect.ParseKubeconfigs(*c.kubeconfigs)
 	if err != nil {
 		return fmt.Errorf("--kubeconfigs: %w", err)
 	}
-	f.Clusters = runtimes.Clusters{Kubeconfigs: kubeconfigs, KubeconfigsName: "--kubeconfigs", SpecAllow: allow, Setting: "--spec-kubeconfig-allow"}
+	f.Clusters = connect.Clusters{Kubeconfigs: kubeconfigs, KubeconfigsName: "--kubeconfigs", SpecAllow: allow, Setting: "--spec-kubeconfig-allow"}
 	opts.ModuleEnv = list(*c.moduleEnv)
 	return nil
 }
@@ -77,7 +77,7 @@ func repositoryRoot(stack string) string {
 // the stacks authenticate. Errors name the workspace and the file, never
 // what it holds.
 func kubeconfigsInput(s, checkout string) (map[string]string, []string, error) {
-	pairs, err := runtimes.ParseKubeconfigs(s)
+	pairs, err := connect.ParseKubeconfigs(s)
 	if err != nil {
 		return nil, nil, err
 	}

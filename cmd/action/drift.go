@@ -15,11 +15,11 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/kusionpr/kusionpr/backend"
+	"github.com/kusionpr/kusionpr/connect"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
-	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -105,7 +105,7 @@ func driftCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism, Logger: log,
 		Lease: backend.DefaultLease, IgnoreFields: list(*ignore), CheckoutRoot: checkout,
 	}
-	rts := runtimes.Factory{Terraform: terraform.Config{Binary: *tfBinary, CacheDir: *tfCache,
+	rts := connect.Factory{Terraform: terraform.Config{Binary: *tfBinary, CacheDir: *tfCache,
 		AllowProviders: list(*tfProviders), PassEnv: list(*tfEnv), ProviderSettings: list(*tfSettings)}}
 	doneKCL, err := useKCL(&opts, log)
 	if err != nil {

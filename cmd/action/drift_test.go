@@ -17,10 +17,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kusionpr/kusionpr/connect"
 	"github.com/kusionpr/kusionpr/internal/githubfake"
 	"github.com/kusionpr/kusionpr/internal/testenv"
 	"github.com/kusionpr/kusionpr/model"
-	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -296,7 +296,7 @@ func TestDriftScanOnTheCluster(t *testing.T) {
 	}
 
 	// The way back: the release's spec applied again.
-	runner := &workflow.Runner{Runtimes: runtimes.Factory{ForceConflicts: true}, OpenStore: workflow.OpenStore}
+	runner := &workflow.Runner{Runtimes: connect.Factory{ForceConflicts: true}, OpenStore: workflow.OpenStore}
 	t.Setenv("KUBECONFIG", kc)
 	res := runner.RevertDrift(context.Background(), filepath.Join(r.root, "apps/shop/prod"), 1,
 		workflow.Options{Backend: backendURL, CheckoutRoot: r.root, NoWatch: true, Origin: &model.Origin{Actor: "octocat"}}, "/kusion apply on drift issue #1 by octocat")

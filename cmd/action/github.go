@@ -16,13 +16,13 @@ import (
 
 	"github.com/sethvargo/go-githubactions"
 
+	"github.com/kusionpr/kusionpr/connect"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/undumpable"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
-	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -164,7 +164,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	if home := os.Getenv("HOME"); os.Getenv("KUSION_HOME") == "" && home != "" {
 		opts.KusionHome = filepath.Join(home, ".kusion")
 	}
-	rts := runtimes.Factory{ForceConflicts: true, Terraform: terraform.Config{
+	rts := connect.Factory{ForceConflicts: true, Terraform: terraform.Config{
 		AllowProviders: list(in("terraform-providers")), PassEnv: list(in("terraform-env")), ProviderSettings: list(in("terraform-provider-settings")),
 	}}
 	allow, err := kubernetes.ParseAllowance(list(in("spec-kubeconfig-allow")))
@@ -173,7 +173,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		return 2
 	}
 	// The names also tell a refused stack which inputs would help.
-	rts.Clusters = runtimes.Clusters{SpecAllow: allow, Setting: "the input spec-kubeconfig-allow",
+	rts.Clusters = connect.Clusters{SpecAllow: allow, Setting: "the input spec-kubeconfig-allow",
 		Kubeconfigs: kubeconfigs, KubeconfigsName: "the input kubeconfigs", KubeconfigName: "the input kubeconfig"}
 	if d := in("lease"); d != "" {
 		if opts.Lease, err = time.ParseDuration(d); err != nil {

@@ -33,6 +33,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kusionpr/kusionpr/backend"
+	"github.com/kusionpr/kusionpr/connect"
 	"github.com/kusionpr/kusionpr/engine"
 	"github.com/kusionpr/kusionpr/engine/project"
 	"github.com/kusionpr/kusionpr/engine/spec"
@@ -42,7 +43,6 @@ import (
 	"github.com/kusionpr/kusionpr/report"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
-	"github.com/kusionpr/kusionpr/runtimes"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -91,7 +91,7 @@ func klogLevel(args []string, getenv func(string) string) slog.Level {
 
 // newRunner is the runner of stacks with rts, evaluating policies in a
 // child of this program (policy.Sandbox).
-func newRunner(rts runtimes.Factory) (*workflow.Runner, error) {
+func newRunner(rts connect.Factory) (*workflow.Runner, error) {
 	sb, err := policy.Self(policy.DefaultMaxMemory)
 	if err != nil {
 		return nil, err
@@ -248,7 +248,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		NoWatch: *noWatch, RecordUnchanged: *record, Logger: log, Origin: localOrigin(string(cmd)),
 		Lease: *lease, IgnoreFields: list(*ignore), CheckoutRoot: repositoryRoot(*stack),
 	}
-	rts := runtimes.Factory{
+	rts := connect.Factory{
 		ForceConflicts: *force, ReadyTimeout: *timeout, Progress: &waitPrinter{w: stderr},
 		Terraform: terraform.Config{Binary: *tfBinary, CacheDir: *tfCache,
 			AllowProviders: list(*tfProviders), PassEnv: list(*tfEnv), ProviderSettings: list(*tfSettings)},
@@ -488,7 +488,7 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	opts := workflow.Options{CheckoutRoot: root, Logger: log}
 	// The cluster settings are checked as a run would, though generating
 	// reaches no cluster.
-	if err := clusters.apply(&opts, &runtimes.Factory{}); err != nil {
+	if err := clusters.apply(&opts, &connect.Factory{}); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}

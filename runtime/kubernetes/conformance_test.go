@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kusionpr/kusionpr/connect"
 	"github.com/kusionpr/kusionpr/engine/runtimetest"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
-	"github.com/kusionpr/kusionpr/runtimes"
 )
 
 // TestIntegrationConformance runs the runtime suite against the test
@@ -42,7 +42,7 @@ func TestIntegrationConformance(t *testing.T) {
 		return inNamespace(configMap(ns, fmt.Sprintf("cfg%d", i), map[string]any{"n": fmt.Sprint(i)}))
 	}
 	runtimetest.RunConformance(t, runtimetest.Harness{
-		Driver: runtimes.Kubernetes(cfg),
+		Driver: connect.Kubernetes(cfg),
 		Object: object,
 		Update: func(r model.Resource) model.Resource {
 			u := r.DeepCopy()

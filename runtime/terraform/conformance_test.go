@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kusionpr/kusionpr/connect"
 	"github.com/kusionpr/kusionpr/engine/runtimetest"
 	"github.com/kusionpr/kusionpr/internal/testenv"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/runtime/terraform"
-	"github.com/kusionpr/kusionpr/runtimes"
 )
 
 // TestIntegrationConformance runs the runtime suite with terraform and
@@ -35,7 +35,7 @@ func TestIntegrationConformance(t *testing.T) {
 				return file(map[string]any{"content": fmt.Sprintf("file %d", n.Load()+1)})
 			}
 			runtimetest.RunConformance(t, runtimetest.Harness{
-				Driver: runtimes.Terraform(terraform.Config{Binary: bin, CacheDir: t.TempDir()}),
+				Driver: connect.Terraform(terraform.Config{Binary: bin, CacheDir: t.TempDir()}),
 				Object: object,
 				Update: func(r model.Resource) model.Resource {
 					u := r.DeepCopy()

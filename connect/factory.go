@@ -1,9 +1,9 @@
-// Package runtimes builds the runtimes a stack runs with from the
+// Package connect builds the runtimes a stack runs with from the
 // operator's configuration: the one place the Kubernetes and Terraform
 // runtimes are wired into the workflow. The action and the bot each build
 // one Factory from their flags, inputs or configuration, and hand it to
 // their workflow.Runner.
-package runtimes
+package connect
 
 import (
 	"context"
