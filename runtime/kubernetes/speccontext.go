@@ -103,7 +103,7 @@ type SpecContext struct {
 // lies outside the checkout and the allowance does not permit it: the
 // runner's file such a path names (Kusion's docs write /path/to/kubeconfig
 // or ~/.kube/config) is not the spec's to choose, and an operator's
-// kubeconfig may take its place (runtimes.Clusters).
+// kubeconfig may take its place (connect.Clusters).
 var ErrOutsideCheckout = errors.New("the file lies outside the checkout")
 
 // maxKubeconfig bounds the file KUBECONFIG_PATH names.
