@@ -126,8 +126,8 @@ func BenchmarkDriftScan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	scan := &workflow.DriftScan{Runner: &workflow.Runner{Runtimes: connect.Factory{}, OpenStore: workflow.OpenStore},
-		Options: workflow.Options{Backend: backend, CheckoutRoot: dir}, Root: dir, MaxParallel: 4}
+	scan := &workflow.DriftScan{Runner: &workflow.Runner{Runtimes: connect.Factory{}, Store: workflow.StoreConfig{Backend: backend}},
+		Request: workflow.Request{Root: dir}, Root: dir, MaxParallel: 4}
 	requests := func() int {
 		before := len(gh.Calls())
 		found, err := scan.Run(b.Context())

@@ -67,6 +67,7 @@ func BenchmarkJobDispatch(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			bot.Store = workflow.StoreConfig{Backend: bucket}
 			bots = append(bots, bot)
 		}
 		var (
@@ -85,11 +86,11 @@ func BenchmarkJobDispatch(b *testing.B) {
 				cpuMark, heapA = cpuTime(b), liveHeapMB()
 			}
 			sha := fmt.Sprintf("%040x", 0xbe0c00+m+1000*it)
-			opts := workflow.Options{Backend: bucket, CheckoutRoot: root, RecordUnchanged: true, Trigger: "merge",
+			tmpl := workflow.Request{Root: root, RecordUnchanged: true, Trigger: "merge",
 				Merge:  &workflow.MergeOrder{SHA: sha, MergedAt: time.Now().UTC()},
 				Origin: &model.Origin{SHA: sha, PullRequest: m + 1, Actor: "octocat", Command: "merge", Repository: &model.Repository{ID: 77, FullName: "acme/infra"}}}
 			dir := filepath.Join(root, fmt.Sprintf("apps/s%02d", m%stacks))
-			req, err := workflow.NewRequest(workflow.Apply, dir, opts)
+			req, err := tmpl.For(workflow.Apply, dir)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -103,7 +104,7 @@ func BenchmarkJobDispatch(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if r := bot.RunStack(context.Background(), workflow.Apply, dir, opts); r.Err != nil {
+					if r := bot.Run(context.Background(), req); r.Err != nil {
 						mu.Lock()
 						failed = append(failed, fmt.Sprintf("merge %d: %v", m, r.Err))
 						mu.Unlock()

@@ -39,7 +39,7 @@ type gitHub interface {
 // checkout; workflowWork, the bot's workflow.Runner, is the implementation.
 type stackWork interface {
 	Change(ctx context.Context, c *workflow.Change) (*workflow.Outcome, error)
-	Unlock(ctx context.Context, dir string, opts workflow.Options, who, why string) (*model.Release, error)
+	Unlock(ctx context.Context, req workflow.Request, who, why string) (*model.Release, error)
 }
 
 // workflowWork runs each stack through stacks (the runner itself, or an
@@ -60,8 +60,8 @@ func (w workflowWork) Change(ctx context.Context, c *workflow.Change) (*workflow
 	return c.Run(ctx)
 }
 
-func (w workflowWork) Unlock(ctx context.Context, dir string, opts workflow.Options, who, why string) (*model.Release, error) {
-	return w.runner.Unlock(ctx, dir, opts, who, why)
+func (w workflowWork) Unlock(ctx context.Context, req workflow.Request, who, why string) (*model.Release, error) {
+	return w.runner.Unlock(ctx, req, who, why)
 }
 
 // command is one job being handled: what it asks, of whom, and how it
@@ -214,9 +214,12 @@ func (b *Bot) unlock(ctx context.Context, c *command) {
 	if !b.canWrite(ctx, c) || !b.checkout(ctx, c, false) {
 		return
 	}
-	opts := b.options(c)
 	stack := c.j.command.Stacks[0]
-	rel, err := b.work.Unlock(ctx, filepath.Join(c.dir, b.cfg.Root, stack), opts, c.j.actor, fmt.Sprintf("/kusion unlock on #%d", c.j.number))
+	var rel *model.Release
+	req, err := b.request(c).For(workflow.Apply, filepath.Join(c.dir, b.cfg.Root, stack))
+	if err == nil {
+		rel, err = b.work.Unlock(ctx, req, c.j.actor, fmt.Sprintf("/kusion unlock on #%d", c.j.number))
+	}
 	if err != nil {
 		// Paths are the repository's, not the bot's checkout folder's.
 		c.refuseErr(ctx, "the unlock failed", errors.New(strings.ReplaceAll(err.Error(), c.dir+string(filepath.Separator), "")))
@@ -297,11 +300,11 @@ func (b *Bot) unpack(ctx context.Context, c *command, ref string) bool {
 	return true
 }
 
-// options are the workflow's options for the command's checkout.
-func (b *Bot) options(c *command) workflow.Options {
+// request is what every stack's request of the command shares: the
+// checkout, who asked and why, the merge order, a fork's offline preview.
+func (b *Bot) request(c *command) workflow.Request {
 	j := c.j
-	opts := workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, Lease: b.cfg.Lease,
-		WaitHeld: b.cfg.HoldWait, Logger: c.log, CheckoutRoot: c.dir, ModuleEnv: b.cfg.ModuleEnv, KCL: b.kcl,
+	req := workflow.Request{Workspace: b.cfg.Workspace, Log: c.log, Root: c.dir, Commit: c.ref,
 		Origin: &model.Origin{PullRequest: j.number, SHA: c.ref, Actor: j.actor, Command: commandName(j), MergedAt: j.mergedAt,
 			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}
 	// The bot records every apply, changed or not: the release is what
@@ -309,30 +312,30 @@ func (b *Bot) options(c *command) workflow.Options {
 	// Unrecorded, a no-op merge B would let an older merge A delivered
 	// after it apply A's spec over B's, and every recovery pass would
 	// apply B again.
-	opts.RecordUnchanged = true
+	req.RecordUnchanged = true
 	// What made the request: one merge is one request however often it
 	// is delivered or recovered; each comment is its own.
-	opts.Trigger = fmt.Sprintf("comment %d", j.commentID)
+	req.Trigger = fmt.Sprintf("comment %d", j.commentID)
 	switch {
 	case j.afterMerge:
-		opts.Trigger = "merge"
-		opts.Merge = &workflow.MergeOrder{SHA: c.ref, MergedAt: j.mergedAt, Recovering: j.recovering}
+		req.Trigger = "merge"
+		req.Merge = &workflow.MergeOrder{SHA: c.ref, MergedAt: j.mergedAt, Recovering: j.recovering}
 	case j.queueBase != "" && j.command.Verb == chatops.Apply:
 		// The queue lands its groups in order, each right after its apply:
 		// the apply's time is its place among merges, and the merge it
 		// becomes finds its commit applied (workflow's appliedInQueue).
-		opts.Trigger = "merge queue"
-		opts.Origin.MergeQueue = true
-		opts.Origin.MergedAt = time.Now().UTC()
-		opts.Merge = &workflow.MergeOrder{SHA: c.ref, MergedAt: opts.Origin.MergedAt}
+		req.Trigger = "merge queue"
+		req.Origin.MergeQueue = true
+		req.Origin.MergedAt = time.Now().UTC()
+		req.Merge = &workflow.MergeOrder{SHA: c.ref, MergedAt: req.Origin.MergedAt}
 	}
 	// A fork's code runs nothing with the bot's credentials (a Terraform
 	// plan can run code): previewed against the prior release only, as
 	// the action does; the bot trusts no fork.
 	if c.pr != nil {
-		opts.Offline = workflow.DecideFork(&c.pr.PullRequest, j.afterMerge, false).Offline
+		req.Offline = workflow.DecideFork(&c.pr.PullRequest, j.afterMerge, false).Offline
 	}
-	return opts
+	return req
 }
 
 // change previews or applies the stacks the command names (or the pull
@@ -340,7 +343,7 @@ func (b *Bot) options(c *command) workflow.Options {
 func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 	j := c.j
 	change := &workflow.Change{
-		Root: filepath.Join(c.dir, b.cfg.Root), Number: j.number, SHA: c.ref, Command: cmd, Options: b.options(c),
+		Root: filepath.Join(c.dir, b.cfg.Root), Number: j.number, SHA: c.ref, Command: cmd, Request: b.request(c),
 		Selection: workflow.Selection{Dirs: j.command.Stacks}, GitHub: c.gh, Renderer: b.renderer, Log: c.log,
 		Comment: b.cfg.Comment, CombineAbove: b.cfg.CombineAbove, CombineSetting: "KUSIONPR_COMBINE_ABOVE",
 		// A merge queue's group: no pull request lists what it changes.
@@ -354,7 +357,7 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 		ApplyAction: cmd == workflow.Preview && c.pr != nil && b.cfg.appliesFrom(c.pr.BaseRef, j.defaultBranch),
 		Deployments: b.cfg.Deployments,
 	}
-	change.Options.Policy = b.policies(ctx, c, cmd)
+	change.Request.Policy = b.policies(ctx, c, cmd)
 	if b.executors != nil {
 		rules, err := b.repositoryRules(ctx, c)
 		if err != nil {

@@ -103,7 +103,7 @@ func (w *fakeWork) Change(_ context.Context, c *workflow.Change) (*workflow.Outc
 	return w.out, w.err
 }
 
-func (w *fakeWork) Unlock(_ context.Context, dir string, _ workflow.Options, who, why string) (*model.Release, error) {
+func (w *fakeWork) Unlock(_ context.Context, _ workflow.Request, who, why string) (*model.Release, error) {
 	w.unlocks = append(w.unlocks, who+": "+why)
 	return &model.Release{Revision: 4, Phase: model.PhaseFailed, Message: "unlocked by " + who}, w.err
 }
@@ -227,7 +227,7 @@ func TestCommandRules(t *testing.T) {
 			switch {
 			case len(work.changes) == 1:
 				did = string(work.changes[0].Command)
-				if got := work.changes[0].Options.Offline; got != tc.wantOffline {
+				if got := work.changes[0].Request.Offline; got != tc.wantOffline {
 					t.Errorf("offline %v, want %v", got, tc.wantOffline)
 				}
 				if want := map[bool]string{false: headSHA, true: j.sha}[tc.afterMerge]; work.changes[0].SHA != want {
@@ -235,10 +235,10 @@ func TestCommandRules(t *testing.T) {
 				}
 				// A merge is one request however often it comes; a
 				// comment is its own (an executor's Job is named so).
-				if want := map[bool]string{false: "comment 99", true: "merge"}[tc.afterMerge]; work.changes[0].Options.Trigger != want {
-					t.Errorf("trigger %q, want %q", work.changes[0].Options.Trigger, want)
+				if want := map[bool]string{false: "comment 99", true: "merge"}[tc.afterMerge]; work.changes[0].Request.Trigger != want {
+					t.Errorf("trigger %q, want %q", work.changes[0].Request.Trigger, want)
 				}
-				if got := work.changes[0].Options.Merge != nil; got != tc.afterMerge {
+				if got := work.changes[0].Request.Merge != nil; got != tc.afterMerge {
 					t.Errorf("merge order set: %v, want %v", got, tc.afterMerge)
 				}
 				// The Apply button only where an apply may follow.
@@ -305,9 +305,9 @@ func TestMergeGroupPreview(t *testing.T) {
 			}
 			c := work.changes[0]
 			if c.Command != workflow.Preview || c.SHA != head || c.Base != base || c.Number != 0 || c.Files != nil ||
-				c.Options.Offline || c.Options.Origin.Command != "merge queue" {
+				c.Request.Offline || c.Request.Origin.Command != "merge queue" {
 				t.Errorf("the change: command %s at %s against %s, #%d, files %v, offline %v, origin %+v",
-					c.Command, c.SHA, c.Base, c.Number, c.Files, c.Options.Offline, c.Options.Origin)
+					c.Command, c.SHA, c.Base, c.Number, c.Files, c.Request.Offline, c.Request.Origin)
 			}
 		})
 	}
@@ -337,8 +337,8 @@ func TestApplyButtonOfAnOlderPreview(t *testing.T) {
 			}
 			if tc.wantWork {
 				c := work.changes[0]
-				if c.SHA != headSHA || c.Options.Origin.Actor != "presser" || c.Options.Origin.Command != "Apply button" || len(c.Selection.Dirs) != 1 {
-					t.Errorf("the apply: at %s by %s (%s), stacks %v", c.SHA, c.Options.Origin.Actor, c.Options.Origin.Command, c.Selection.Dirs)
+				if c.SHA != headSHA || c.Request.Origin.Actor != "presser" || c.Request.Origin.Command != "Apply button" || len(c.Selection.Dirs) != 1 {
+					t.Errorf("the apply: at %s by %s (%s), stacks %v", c.SHA, c.Request.Origin.Actor, c.Request.Origin.Command, c.Selection.Dirs)
 				}
 				return
 			}

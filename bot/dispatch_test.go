@@ -170,7 +170,7 @@ func TestWebhookDispatch(t *testing.T) {
 			}
 			var did []string
 			for _, c := range work.changes {
-				did = append(did, fmt.Sprintf("%s@%s by %s", c.Command, c.SHA, c.Options.Origin.Actor))
+				did = append(did, fmt.Sprintf("%s@%s by %s", c.Command, c.SHA, c.Request.Origin.Actor))
 			}
 			if strings.Join(did, "; ") != strings.Join(tc.wantWork, "; ") {
 				t.Errorf("work done: %q, want %q", did, tc.wantWork)

@@ -176,7 +176,7 @@ func (b *Bot) scanOnce(ctx context.Context, j job, log *slog.Logger, dirs []stri
 	if err := gh.Checkout(ctx, j.defaultBranch, dir, githubapi.ArchiveLimits{MaxBytes: b.cfg.MaxCheckoutBytes, MaxFiles: b.cfg.MaxCheckoutFiles}); err != nil {
 		return nil, nil, fmt.Errorf("check out %s: %w", j.defaultBranch, err)
 	}
-	scan := &workflow.DriftScan{Runner: b.runner, Options: b.driftOptions(j, dir, log), Root: filepath.Join(dir, b.cfg.Root), Dirs: dirs}
+	scan := &workflow.DriftScan{Runner: b.runner, Request: b.driftRequest(j, dir, log), Root: filepath.Join(dir, b.cfg.Root), Dirs: dirs}
 	stacks, err := scan.Run(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scan %s: %w", j.defaultBranch, err)
@@ -193,11 +193,10 @@ func (b *Bot) scanOnce(ctx context.Context, j job, log *slog.Logger, dirs []stri
 	return stacks, issues, nil
 }
 
-// driftOptions are the workflow's options of a scan or a revert of the
-// repository checked out in dir.
-func (b *Bot) driftOptions(j job, dir string, log *slog.Logger) workflow.Options {
-	return workflow.Options{Workspace: b.cfg.Workspace, Backend: b.cfg.Backend, Lease: b.cfg.Lease, WaitHeld: b.cfg.HoldWait,
-		Logger: log, CheckoutRoot: dir, ModuleEnv: b.cfg.ModuleEnv, KCL: b.kcl, RecordUnchanged: true,
+// driftRequest is the request of a scan or a revert of the repository
+// checked out in dir.
+func (b *Bot) driftRequest(j job, dir string, log *slog.Logger) workflow.Request {
+	return workflow.Request{Workspace: b.cfg.Workspace, Log: log, Root: dir, RecordUnchanged: true,
 		Origin: &model.Origin{PullRequest: j.number, Actor: j.actor, Command: "drift",
 			Repository: &model.Repository{ID: j.repoID, FullName: j.owner + "/" + j.repo}}}
 }
@@ -255,7 +254,12 @@ func (b *Bot) revertDrift(ctx context.Context, c *command) {
 		return
 	}
 	start := time.Now()
-	run := b.runner.RevertDrift(ctx, stackDir, revision, b.driftOptions(c.j, dir, c.log), fmt.Sprintf("/kusion apply on drift issue #%d", c.j.number))
+	req, err := b.driftRequest(c.j, dir, c.log).For(workflow.Apply, stackDir)
+	if err != nil {
+		c.refuse(ctx, "the issue's stack is not a folder of the repository")
+		return
+	}
+	run := b.runner.RevertDrift(ctx, req, revision, fmt.Sprintf("/kusion apply on drift issue #%d", c.j.number))
 	b.m.durations.WithLabelValues("revert drift").Observe(time.Since(start).Seconds())
 	if run.Err != nil {
 		b.m.runs.WithLabelValues(stack, "revert drift", "failure").Inc()

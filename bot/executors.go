@@ -132,6 +132,7 @@ func (c *Config) executors(runner *workflow.Runner, m *metrics, log *slog.Logger
 			if err != nil {
 				return nil, err
 			}
+			k.Store = runner.Store
 			x = k
 		case execGitHubActions:
 			// A run of the repository's own workflow, dispatched through
@@ -170,18 +171,18 @@ func (r *executorRouter) with(repo []ExecutorRule, gh ghactions.GitHub) *executo
 	return &out
 }
 
-func (r *executorRouter) pick(cmd workflow.Command, dir string, opts workflow.Options) string {
+func (r *executorRouter) pick(req workflow.Request) string {
 	// Offline is how a fork's preview runs: the pull request is not
 	// trusted with anything of ours.
-	if opts.Offline && cmd == workflow.Preview && r.cfg.UntrustedPreviews != "" {
+	if req.Offline && req.Command == workflow.Preview && r.cfg.UntrustedPreviews != "" {
 		return r.cfg.UntrustedPreviews
 	}
 	repo := ""
-	if opts.Origin != nil && opts.Origin.Repository != nil {
-		repo = opts.Origin.Repository.FullName
+	if req.Origin != nil && req.Origin.Repository != nil {
+		repo = req.Origin.Repository.FullName
 	}
-	stack := dir
-	if rel, err := filepath.Rel(filepath.Join(opts.CheckoutRoot, r.cfg.Root), dir); err == nil {
+	stack := req.Stack
+	if rel, err := filepath.Rel(filepath.Join(req.Root, r.cfg.Root), req.Dir()); err == nil {
 		stack = filepath.ToSlash(rel)
 	}
 	for _, rule := range append(append([]ExecutorRule(nil), r.cfg.ExecutorRules...), r.repo...) {
@@ -192,16 +193,16 @@ func (r *executorRouter) pick(cmd workflow.Command, dir string, opts workflow.Op
 	return r.cfg.Executor
 }
 
-func (r *executorRouter) RunStack(ctx context.Context, cmd workflow.Command, dir string, opts workflow.Options) *workflow.StackResult {
-	name := r.pick(cmd, dir, opts)
-	if opts.Logger != nil {
-		opts.Logger.Debug("executor picked", "executor", name)
+func (r *executorRouter) Run(ctx context.Context, req workflow.Request) *workflow.StackResult {
+	name := r.pick(req)
+	if req.Log != nil {
+		req.Log.Debug("executor picked", "executor", name)
 	}
 	x, ok := r.by[name]
 	if !ok {
 		return &workflow.StackResult{Err: fmt.Errorf("the executor %s has no GitHub client to run through", name)}
 	}
-	return x.RunStack(ctx, cmd, dir, opts)
+	return x.Run(ctx, req)
 }
 
 // repositorySettings is the file on a repository's default branch in which

@@ -16,7 +16,7 @@ import (
 // named is an executor that says who ran the stack.
 type named string
 
-func (n named) RunStack(context.Context, workflow.Command, string, workflow.Options) *workflow.StackResult {
+func (n named) Run(context.Context, workflow.Request) *workflow.StackResult {
 	return &workflow.StackResult{Skipped: string(n)}
 }
 
@@ -46,8 +46,11 @@ func TestExecutorRules(t *testing.T) {
 		{"a same-repository preview", "acme/infra", "apps/web/prod", workflow.Preview, false, "kubernetes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := workflow.Options{CheckoutRoot: root, Offline: tc.offline, Origin: &model.Origin{Repository: &model.Repository{FullName: tc.repo}}}
-			got := r.RunStack(context.Background(), tc.cmd, filepath.Join(root, "infra", tc.stack), opts).Skipped
+			req, err := workflow.Request{Root: root, Offline: tc.offline, Origin: &model.Origin{Repository: &model.Repository{FullName: tc.repo}}}.For(tc.cmd, filepath.Join(root, "infra", tc.stack))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := r.Run(context.Background(), req).Skipped
 			if got != tc.want {
 				t.Errorf("ran through %s, want %s", got, tc.want)
 			}
@@ -139,7 +142,11 @@ func TestRepositoryPicksExecutors(t *testing.T) {
 			}
 			c := work.changes[0]
 			for stack, want := range tc.want {
-				got := c.Runner.RunStack(context.Background(), workflow.Preview, filepath.Join(c.Options.CheckoutRoot, stack), c.Options).Skipped
+				req, err := c.Request.For(workflow.Preview, filepath.Join(c.Request.Root, stack))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := c.Runner.Run(context.Background(), req).Skipped
 				if got != want {
 					t.Errorf("%s ran through %s, want %s", stack, got, want)
 				}

@@ -126,12 +126,12 @@ type observed struct {
 	m        *metrics
 }
 
-func (o observed) RunStack(ctx context.Context, cmd workflow.Command, dir string, opts workflow.Options) *workflow.StackResult {
+func (o observed) Run(ctx context.Context, req workflow.Request) *workflow.StackResult {
 	handed := time.Now()
 	o.m.dispatched.WithLabelValues(o.executor).Inc()
 	o.m.inFlight.WithLabelValues(o.executor).Inc()
 	defer o.m.inFlight.WithLabelValues(o.executor).Dec()
-	run := o.next.RunStack(ctx, cmd, dir, opts)
+	run := o.next.Run(ctx, req)
 	if !run.Started.IsZero() {
 		// A worker's clock may be a little behind ours.
 		o.m.toStart.WithLabelValues(o.executor).Observe(max(run.Started.Sub(handed), 0).Seconds())

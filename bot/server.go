@@ -108,7 +108,8 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	if b.kcl, err = kcl.SetupFrom(os.Getenv, log); err != nil {
 		return nil, fmt.Errorf("KCL settings: %w", err)
 	}
-	runner := &workflow.Runner{Runtimes: cfg.runtimes(), OpenStore: workflow.OpenStore, PolicySandbox: sandbox}
+	runner := &workflow.Runner{Runtimes: cfg.runtimes(), PolicySandbox: sandbox, KCL: b.kcl, Log: log,
+		Store: workflow.StoreConfig{Backend: cfg.Backend, Lease: cfg.Lease}, WaitHeld: cfg.HoldWait, ModuleEnv: cfg.ModuleEnv}
 	stacks, err := cfg.executors(runner, m, log)
 	if err != nil {
 		return nil, err

@@ -48,13 +48,16 @@ context:
 		}
 	}
 	store := filepath.Join(t.TempDir(), "releases")
-	opts := workflow.Options{Backend: "file://" + store, CheckoutRoot: checkout}
 	f := &Factory{Clusters: Clusters{Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"}}
-	runner := &workflow.Runner{Runtimes: f}
+	runner := &workflow.Runner{Runtimes: f, Store: workflow.StoreConfig{Backend: "file://" + store}}
 
 	// An apply: a check made after the stack was taken would leave a
 	// release in the store.
-	run := runner.RunStack(context.Background(), workflow.Apply, stack, opts)
+	req, err := workflow.NewRequest(workflow.Apply, checkout, stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runner.Run(context.Background(), req)
 	want := "stack " + stack + `: spec context KUBECONFIG_CONTENT: user "evil": exec (a credential plugin: it would run a command on the runner) is not allowed in a spec; the operator allows it by adding exec to KUSIONPR_SPEC_KUBECONFIG_ALLOW`
 	if run.Err == nil || run.Err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", run.Err, want)
@@ -78,7 +81,9 @@ context:
 	os.WriteFile(operator, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"+
 		"users: [{name: op, user: {token: operator-token}}]\ncontexts: [{name: x, context: {cluster: c, user: op}}]\ncurrent-context: x\n"), 0o600)
 	f.Clusters.Kubeconfigs = map[string]string{"default": operator}
-	run = runner.RunStack(context.Background(), workflow.Preview, stack, opts)
+	preview := req
+	preview.Command = workflow.Preview
+	run = runner.Run(context.Background(), preview)
 	if run.Err == nil || strings.Contains(run.Err.Error(), "not allowed in a spec") || !strings.Contains(run.Err.Error(), "127.0.0.1:1") {
 		t.Errorf("with the operator's kubeconfig: %v; want a failure to reach its cluster", run.Err)
 	}
@@ -87,13 +92,13 @@ context:
 	// which does not matter): the allowance is what stood in its way.
 	f.Clusters.Kubeconfigs = nil
 	f.Clusters.SpecAllow = kubernetes.Allowance{Exec: true}
-	runner.RunStack(context.Background(), workflow.Preview, stack, opts)
+	runner.Run(context.Background(), preview)
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("with exec allowed the plugin did not run (%v): the test would not see it run when refused either", err)
 	}
 	os.Remove(marker)
 	f.Clusters.SpecAllow = kubernetes.Allowance{}
-	runner.RunStack(context.Background(), workflow.Preview, stack, opts)
+	runner.Run(context.Background(), preview)
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the refused plugin ran")
 	}

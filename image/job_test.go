@@ -130,20 +130,20 @@ func runJob(t *testing.T, b buildah, client kubernetes.Interface, jobs string, f
 		NodeSelector: map[string]string{"kusionpr-test/pool": "stand-in-kubelet"},
 		EnvFrom:      []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "store"}}}},
 		Env:          env,
-	}}}
+	}}, Store: workflow.StoreConfig{Backend: bucket}}
 	sha := fmt.Sprintf("%040x", rand.Uint64())
-	opts := workflow.Options{Backend: bucket, CheckoutRoot: root, RecordUnchanged: true, Trigger: "merge",
+	tmpl := workflow.Request{Root: root, RecordUnchanged: true, Trigger: "merge",
 		Merge:  &workflow.MergeOrder{SHA: sha, MergedAt: time.Now().UTC()},
 		Origin: &model.Origin{SHA: sha, PullRequest: 9, Actor: "octocat", Command: "merge", Repository: &model.Repository{ID: 99, FullName: "acme/infra"}}}
-	done := make(chan *workflow.StackResult, 1)
-	go func() {
-		done <- x.RunStack(context.Background(), workflow.Apply, stack, opts)
-	}()
-
-	req, err := workflow.NewRequest(workflow.Apply, stack, opts)
+	req, err := tmpl.For(workflow.Apply, stack)
 	if err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan *workflow.StackResult, 1)
+	go func() {
+		done <- x.Run(context.Background(), req)
+	}()
+
 	pod := testenv.JobPod(t, client, jobs, "kusionpr-"+req.ID())
 	c := pod.Spec.Containers[0]
 	sc := pod.Spec.SecurityContext

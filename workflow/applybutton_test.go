@@ -59,7 +59,7 @@ func TestApplyButtonOffered(t *testing.T) {
 			gh := &refusingGitHub{files: []githubapi.File{{Path: "apps/changed/spec.yaml", Status: "modified"}, {Path: "apps/unchanged/spec.yaml", Status: "modified"}},
 				comments: map[string]string{}, checks: map[string]githubapi.Check{}}
 			c := &Change{Root: root, Number: 3, SHA: "1111111111111111111111111111111111111111", Command: tc.cmd, GitHub: gh, Renderer: r, ApplyAction: tc.offer,
-				Runner: &Runner{Runtimes: offlineRuntimes{}}, Options: Options{Workspace: "default", Backend: "file://" + t.TempDir(), Offline: tc.fork, DryRun: tc.cmd == Apply}}
+				Runner: &Runner{Runtimes: offlineRuntimes{}, Store: StoreConfig{Backend: "file://" + t.TempDir()}}, Request: Request{Workspace: "default", Offline: tc.fork, DryRun: tc.cmd == Apply}}
 			if _, err := c.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}

@@ -98,7 +98,7 @@ func (c *Change) overviewCheckRun(out *Outcome, summary string) githubapi.Check 
 // offers it (ApplyAction) and the pull request could be applied: never a
 // fork's. Pressing it is /kusion apply from whoever pressed it.
 func (c *Change) applyAction(description string) []githubapi.CheckAction {
-	if !c.ApplyAction || c.Command != Preview || c.Number == 0 || c.Options.Offline {
+	if !c.ApplyAction || c.Command != Preview || c.Number == 0 || c.Request.Offline {
 		return nil
 	}
 	return []githubapi.CheckAction{{Label: "Apply", Description: description, Identifier: ApplyActionID}}

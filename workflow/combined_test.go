@@ -65,7 +65,7 @@ func TestCombinedReports(t *testing.T) {
 			}
 			c := &Change{Root: root, Number: 1, SHA: "1111111111111111111111111111111111111111", Command: Preview, GitHub: gh, Renderer: r,
 				Comment: tc.comment, CombineAbove: tc.combineAbove, CombineSetting: "KUSIONPR_COMBINE_ABOVE",
-				Runner: &Runner{Runtimes: noRuntimes{}}, Options: Options{Workspace: "default", Backend: "file://" + t.TempDir()}}
+				Runner: &Runner{Runtimes: noRuntimes{}, Store: StoreConfig{Backend: "file://" + t.TempDir()}}, Request: Request{Workspace: "default"}}
 			out, err := c.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)

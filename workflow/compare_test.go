@@ -69,7 +69,7 @@ func TestChangeAgainstItsBase(t *testing.T) {
 				g.comments, g.checks = map[string]string{}, map[string]githubapi.Check{}
 			}
 			c := &Change{Root: root, SHA: head, Base: base, Command: Preview, GitHub: tc.gh, Renderer: r,
-				Runner: &Runner{Runtimes: noRuntimes{}}, Options: Options{Workspace: "default", Backend: "file://" + t.TempDir()}}
+				Runner: &Runner{Runtimes: noRuntimes{}, Store: StoreConfig{Backend: "file://" + t.TempDir()}}, Request: Request{Workspace: "default"}}
 			out, err := c.Run(context.Background())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

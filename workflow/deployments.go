@@ -30,19 +30,20 @@ func Environment(project, workspace string) string {
 // the commit, in progress; nil when it cannot be (no Deployer, a stack
 // that cannot be read, GitHub's refusal: the run goes on without one, and
 // the log says why).
-func (c *Change) beginDeployment(ctx context.Context, cmd Command, stack, dir string, opts Options, log *slog.Logger) *deployment {
+func (c *Change) beginDeployment(ctx context.Context, req Request, stack string, log *slog.Logger) *deployment {
 	d, ok := c.GitHub.(Deployer)
-	if !ok || !c.Deployments || cmd == Preview || opts.DryRun || c.SHA == "" {
+	if !ok || !c.Deployments || req.Command == Preview || req.DryRun || c.SHA == "" {
 		return nil
 	}
-	st, err := loadStack(cmd, dir, opts)
+	cmd := req.Command
+	st, err := loadStack(cmd, req.Root, req.Dir())
 	if err != nil {
 		return nil // the run says why
 	}
-	dep := &deployment{environment: Environment(st.Project.Name, st.WorkspaceName(opts.Workspace)), destroy: cmd == Destroy}
+	dep := &deployment{environment: Environment(st.Project.Name, st.WorkspaceName(req.Workspace)), destroy: cmd == Destroy}
 	what := string(cmd) + " of " + stack
-	if opts.Origin != nil && opts.Origin.Actor != "" {
-		what += " by " + opts.Origin.Actor
+	if req.Origin != nil && req.Origin.Actor != "" {
+		what += " by " + req.Origin.Actor
 	}
 	if dep.id, err = d.CreateDeployment(ctx, c.SHA, dep.environment, what); err != nil {
 		log.Warn("the deployment could not be recorded (a GitHub token needs deployments: write)", "environment", dep.environment, "error", err)

@@ -114,7 +114,7 @@ func TestDeploymentsRecorded(t *testing.T) {
 		{name: "an apply", cmd: Apply, spec: "resources:\n" + cm("a"), want: []string{"in_progress: apply of apps/dev by octocat", "success: release 1: 1 created, 0 updated, 0 deleted"}},
 		{name: "an apply that fails", cmd: Apply, spec: "resources:\n" + cm("a"), fail: true, want: []string{"in_progress", "failure: apply dev: "}},
 		{name: "an apply refused before it ran", cmd: Apply, spec: "resources: [", want: []string{"in_progress", "error: "}},
-		{name: "an apply skipped", cmd: Apply, spec: "resources:\n" + cm("a"), skip: "release 3 applied this merge already", want: []string{"in_progress", "inactive: not run: release 3 applied this merge already"}},
+		{name: "an apply skipped", cmd: Apply, spec: "resources:\n" + cm("a"), skip: "release 1 applied this merge already", want: []string{"in_progress", "inactive: not run: release 1 applied this merge already"}},
 		{name: "a stack's destroy", cmd: Apply, spec: "", want: []string{"in_progress: destroy of apps/dev by octocat", "success: release 2: 0 created, 0 updated, 1 deleted", "inactive: destroyed: "}},
 		{name: "a preview", cmd: Preview, spec: "resources:\n" + cm("a"), noneWanted: true},
 		{name: "deployments off", cmd: Apply, spec: "resources:\n" + cm("a"), off: true, noneWanted: true},
@@ -139,22 +139,29 @@ func TestDeploymentsRecorded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := Options{Workspace: "dev", Backend: store, CheckoutRoot: root, RecordUnchanged: true,
+			runner := &Runner{Runtimes: memRuntimes{rt}, Store: StoreConfig{Backend: store}}
+			req := Request{Workspace: "dev", Root: root, RecordUnchanged: true,
 				Origin: &model.Origin{SHA: sha, Actor: "octocat", Repository: &model.Repository{ID: 1, FullName: "o/r"}}}
-			if tc.spec == "" {
-				// Applied first, then its folder deleted: the merge destroys it.
-				first := (&Runner{Runtimes: memRuntimes{rt}}).RunStack(context.Background(), Apply, filepath.Join(root, "apps/dev"), opts)
-				if first.Err != nil {
-					t.Fatal(first.Err)
+			if tc.spec == "" || tc.skip != "" {
+				// Applied first: then its folder deleted, the merge destroys
+				// it; or the merge, applied already, is skipped.
+				first, err := req.For(Apply, filepath.Join(root, "apps/dev"))
+				if err != nil {
+					t.Fatal(err)
 				}
+				if run := runner.Run(context.Background(), first); run.Err != nil {
+					t.Fatal(run.Err)
+				}
+			}
+			switch {
+			case tc.spec == "":
 				os.RemoveAll(filepath.Join(root, "apps/dev"))
-			} else {
+			case tc.skip != "":
+				req.Merge = &MergeOrder{SHA: sha}
+			default:
 				write("apps/dev/spec.yaml", tc.spec)
 			}
 			rt.fail["v1:ConfigMap:ns:a"] = tc.fail
-			if tc.skip != "" {
-				opts.Skip = func(*model.Release) string { return tc.skip }
-			}
 			status := "modified"
 			if tc.spec == "" {
 				status = "removed"
@@ -163,7 +170,7 @@ func TestDeploymentsRecorded(t *testing.T) {
 				comments: map[string]string{}, checks: map[string]githubapi.Check{}},
 				deployments: map[int64]string{}, statuses: map[int64][]string{}, refuse: tc.refused}
 			c := &Change{Root: root, Number: 5, SHA: sha, Command: tc.cmd, GitHub: gh, Renderer: r, Deployments: !tc.off,
-				Runner: &Runner{Runtimes: memRuntimes{rt}}, Options: opts}
+				Runner: runner, Request: req}
 			out, err := c.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)

@@ -95,10 +95,12 @@ func (d *StackDrift) Counts() DriftCounts {
 // latest release. It only reads: it writes no release and takes no
 // stack's lock, so it runs beside applies.
 type DriftScan struct {
-	Runner  *Runner
-	Options Options
-	// Root is the folder the stacks are found in; Options.CheckoutRoot
-	// the checkout it lies in (project.LoadStack).
+	Runner *Runner
+	// Request is what every stack's scan shares: the checkout (Root), the
+	// workspace, who asked (Origin: its repository owns the releases read)
+	// and the log.
+	Request Request
+	// Root is the folder the stacks are found in, in Request.Root.
 	Root string
 	// Dirs are stack folders, relative to Root, to scan; empty: every
 	// stack under Root.
@@ -137,13 +139,13 @@ func (s *DriftScan) Run(ctx context.Context) ([]*StackDrift, error) {
 		}
 		dirs = slices.DeleteFunc(dirs, func(d string) bool { return !matchAny(globs, filepath.ToSlash(d)) })
 	}
-	store, where, err := s.Runner.openStore(ctx, s.Options)
+	store, where, err := s.Runner.Open(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("drift scan: open the release store: %w", err)
 	}
 	defer store.Close()
 	s.Store = where
-	owned := backend.Owned{Store: store, Run: runRepository(s.Options)}
+	owned := backend.Owned{Store: store, Run: s.Request.repository()}
 
 	out := make([]*StackDrift, len(dirs))
 	limit := s.MaxParallel
@@ -167,24 +169,22 @@ func (s *DriftScan) Run(ctx context.Context) ([]*StackDrift, error) {
 // stack scans one stack.
 func (s *DriftScan) stack(ctx context.Context, owned backend.Owned, dir string) *StackDrift {
 	d := &StackDrift{Dir: filepath.ToSlash(dir), Status: ScanFailed}
-	opts := s.Options
-	st, err := project.LoadStack(opts.CheckoutRoot, filepath.Join(s.Root, dir))
+	req := s.Request
+	st, err := project.LoadStack(req.Root, filepath.Join(s.Root, dir))
 	if err != nil {
 		d.Err = fmt.Errorf("drift scan of %s: %w", d.Dir, err)
 		return d
 	}
 	d.Project, d.Stack = st.Project.Name, st.Name
-	d.Workspace = st.WorkspaceName(opts.Workspace)
-	if opts.Logger != nil {
-		opts.Logger = opts.Logger.With("stack", d.Dir)
-	}
+	d.Workspace = st.WorkspaceName(req.Workspace)
+	req.Log = s.Runner.log(req).With("stack", d.Dir)
 	rel, err := owned.Latest(ctx, d.Project, d.Workspace)
 	if err != nil {
 		d.Err = fmt.Errorf("drift scan of %s: %w", d.Dir, err)
 		return d
 	}
 	d.Release = rel
-	spec, _, specErr := StackSpec(ctx, st, d.Workspace, owned.Store, s.Store, opts)
+	spec, _, specErr := s.Runner.StackSpec(ctx, req, st, owned.Store, s.Store)
 	if specErr != nil {
 		d.SpecErr = fmt.Errorf("the checkout's spec of %s: %w", d.Dir, specErr)
 	}
@@ -205,13 +205,13 @@ func (s *DriftScan) stack(ctx context.Context, owned backend.Owned, dir string) 
 		return d
 	}
 	runtimes, err := s.Runner.Runtimes.Runtimes(ctx, RuntimeTarget{
-		Stack: st, Workspace: d.Workspace, Spec: rel.Spec, CheckoutRoot: opts.CheckoutRoot, Logger: opts.Logger,
+		Stack: st, Workspace: d.Workspace, Spec: rel.Spec, CheckoutRoot: req.Root, Logger: req.Log,
 	})
 	if err != nil {
 		d.Err = fmt.Errorf("drift scan of %s: %w", d.Dir, err)
 		return d
 	}
-	eng := &engine.Engine{Runtimes: runtimes, Store: owned, Parallelism: opts.Parallelism, Logger: opts.Logger, IgnoreFields: opts.IgnoreFields}
+	eng := s.Runner.engine(runtimes, owned, req.Log)
 	if d.Preview, err = eng.Drift(ctx, rel); err != nil {
 		d.Err = err
 		return d
@@ -237,34 +237,35 @@ func (s *DriftScan) stack(ctx context.Context, owned backend.Owned, dir string) 
 // RevertDrift applies the spec of the latest release of the stack in dir
 // again, putting back what changed outside of this tool since. It records
 // a new release, as any apply does (under the stack's lock, waiting
-// opts.WaitHeld for another run), whose origin has why: reason. The
+// the runner's WaitHeld for another run), whose origin has why: reason. The
 // release's sensitive values are recorded as fingerprints only; each is
 // taken from the checkout's spec, which must still hold that very value,
 // or the revert is refused naming the field. It is refused too when the
 // latest release is not a succeeded apply, or when another release
 // followed revision (0: any) by the time the stack is taken.
-func (r *Runner) RevertDrift(ctx context.Context, dir string, revision uint64, opts Options, reason string) *StackResult {
+func (r *Runner) RevertDrift(ctx context.Context, req Request, revision uint64, reason string) *StackResult {
 	run := &StackResult{Started: time.Now()}
-	st, err := project.LoadStack(opts.CheckoutRoot, dir)
+	log := r.log(req)
+	st, err := project.LoadStack(req.Root, req.Dir())
 	if err != nil {
 		run.Err = err
 		return run
 	}
 	run.Stack = st
-	ws := st.WorkspaceName(opts.Workspace)
+	ws := st.WorkspaceName(req.Workspace)
 	run.Workspace = ws
 	if r.Runtimes == nil {
 		run.Err = errNoRuntimes
 		return run
 	}
-	store, where, err := r.openStore(ctx, opts)
+	store, where, err := r.Open(ctx)
 	if err != nil {
 		run.Err = err
 		return run
 	}
 	defer store.Close()
 	run.Store = where
-	owned := backend.Owned{Store: store, Run: runRepository(opts)}
+	owned := backend.Owned{Store: store, Run: req.repository()}
 	rel, err := owned.Latest(ctx, st.Project.Name, ws)
 	if err != nil {
 		run.Err = err
@@ -274,7 +275,7 @@ func (r *Runner) RevertDrift(ctx context.Context, dir string, revision uint64, o
 		run.Err = err
 		return run
 	}
-	checkout, _, err := StackSpec(ctx, st, ws, store, where, opts)
+	checkout, _, err := r.StackSpec(ctx, req, st, store, where)
 	if err != nil {
 		run.Err = fmt.Errorf("revert drift of %s: the checkout's spec, which the release's sensitive values are taken from: %w", st.Name, err)
 		return run
@@ -285,23 +286,20 @@ func (r *Runner) RevertDrift(ctx context.Context, dir string, revision uint64, o
 		return run
 	}
 	origin := model.Origin{Command: "revert drift"}
-	if opts.Origin != nil {
-		origin = *opts.Origin
+	if req.Origin != nil {
+		origin = *req.Origin
 		origin.Command = "revert drift"
 	}
 	origin.Reason = reason
 	target := engine.Stack{Project: st.Project.Name, Workspace: ws, Stack: st.Name, Spec: spec, Origin: &origin}
-	runtimes, err := r.Runtimes.Runtimes(ctx, RuntimeTarget{Stack: st, Workspace: ws, Spec: spec, CheckoutRoot: opts.CheckoutRoot, Logger: opts.Logger})
+	runtimes, err := r.Runtimes.Runtimes(ctx, RuntimeTarget{Stack: st, Workspace: ws, Spec: spec, CheckoutRoot: req.Root, Logger: log})
 	if err != nil {
 		run.Err = err
 		return run
 	}
-	eng := &engine.Engine{
-		Runtimes: runtimes, Store: owned, Parallelism: opts.Parallelism, Logger: opts.Logger,
-		Heartbeat: store.HeartbeatInterval(), IgnoreFields: opts.IgnoreFields,
-	}
+	eng := r.engine(runtimes, owned, log)
 	want := rel.Revision
-	applyOpts := engine.ApplyOptions{NoWatch: opts.NoWatch, SkipUnchanged: !opts.RecordUnchanged, Precondition: func(latest *model.Release) error {
+	applyOpts := engine.ApplyOptions{NoWatch: r.NoWatch, SkipUnchanged: !req.RecordUnchanged, Precondition: func(latest *model.Release) error {
 		// Asked atomically with taking the stack: a release made since the
 		// scan (an apply of a newer spec) is not undone by an older one.
 		if latest == nil || latest.Revision != want {
@@ -309,8 +307,8 @@ func (r *Runner) RevertDrift(ctx context.Context, dir string, revision uint64, o
 		}
 		return nil
 	}}
-	noSkip := func() (string, error) { return "", nil }
-	res, _, err := whenFree(ctx, opts, noSkip, func() (*engine.Result, error) { return eng.Apply(ctx, target, applyOpts) })
+	noSkip := func(context.Context) (string, error) { return "", nil }
+	res, _, err := r.whenFree(ctx, log, noSkip, func() (*engine.Result, error) { return eng.Apply(ctx, target, applyOpts) })
 	var sk *skipped
 	if errors.As(err, &sk) {
 		run.Skipped, err, res = sk.why, nil, nil

@@ -128,7 +128,7 @@ func TestDriftScanSaysWhatItCannotCompare(t *testing.T) {
 		return strings.Join(out, "\n")
 	}
 	before := listing()
-	scan := &DriftScan{Runner: &Runner{Runtimes: panicRuntimes{t}}, Options: Options{Backend: store, CheckoutRoot: root}, Root: root}
+	scan := &DriftScan{Runner: &Runner{Runtimes: panicRuntimes{t}, Store: StoreConfig{Backend: store}}, Request: Request{Root: root}, Root: root}
 	got, err := scan.Run(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -60,94 +60,109 @@ func WriteDrift(w io.Writer, f report.Format, stacks []*StackDrift, issues []Iss
 	var b strings.Builder
 	switch f {
 	case report.JSON:
-		out := struct {
-			Drifted bool             `json:"drifted"`
-			Stacks  []driftStackJSON `json:"stacks"`
-		}{Drifted: AnyDrift(stacks), Stacks: []driftStackJSON{}}
-		for _, st := range stacks {
-			j := driftStackJSON{Preview: st.Preview, Dir: st.Dir, Project: st.Project, Workspace: st.Workspace, Stack: st.Stack,
-				Status: st.Status, Drift: driftJSON{DriftCounts: st.Counts()}, PendingSpecChanges: st.SpecChanges, Issue: byDir[st.Dir]}
-			if st.Release != nil {
-				j.Revision = st.Release.Revision
-				if !st.Release.ModifiedTime.IsZero() {
-					j.ReleasedAt = &st.Release.ModifiedTime
-				}
-			}
-			if !st.Since.IsZero() {
-				j.Drift.Since = &st.Since
-			}
-			if st.SpecErr != nil {
-				j.SpecError = st.SpecErr.Error()
-			}
-			if st.Err != nil {
-				j.Error = st.Err.Error()
-			}
-			out.Stacks = append(out.Stacks, j)
-		}
-		enc := json.NewEncoder(&b)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
-			return fmt.Errorf("render drift json: %w", err)
+		if err := driftJSONReport(&b, stacks, byDir); err != nil {
+			return err
 		}
 	case report.Text:
-		for _, st := range stacks {
-			b.WriteString(driftHeadline(st, false) + "\n")
-			if st.Preview != nil {
-				for _, step := range st.Preview.Steps() {
-					for _, d := range step.Drift {
-						b.WriteString("  " + step.ID + " " + report.DriftLine(d) + "\n")
-					}
-				}
-			}
-			for _, c := range st.SpecChanges {
-				fmt.Fprintf(&b, "  spec: %s %s (%d field%s) not applied\n", c.ID, c.Action, len(c.Changes), plural(len(c.Changes)))
-			}
-			if st.Err != nil {
-				b.WriteString("  error: " + oneLine(st.Err.Error()) + "\n")
-			}
-			if st.SpecErr != nil {
-				b.WriteString("  spec error: " + oneLine(st.SpecErr.Error()) + "\n")
-			}
-			if is := byDir[st.Dir]; is != nil {
-				fmt.Fprintf(&b, "  issue #%d %s: %s\n", is.Number, is.Action, is.URL)
-			}
-		}
+		driftText(&b, stacks, byDir)
 	case report.Markdown:
-		// A list, not a table: a table cell ends at a pipe even inside a
-		// code span, and a folder may hold one.
-		b.WriteString("## Drift\n\n")
-		for _, st := range stacks {
-			fmt.Fprintf(&b, "- %s (%s): %s\n", mdsafe.Code(st.Dir), mdsafe.Code(st.Project+"/"+st.Workspace), mdsafe.Code(driftHeadline(st, true)))
-		}
-		for _, st := range stacks {
-			if st.Status != Drifted && st.Err == nil && st.SpecErr == nil {
-				continue
-			}
-			fmt.Fprintf(&b, "\n### %s\n\n%s\n", mdsafe.Code(st.Dir), mdsafe.Code(driftHeadline(st, true)))
-			if st.Preview != nil {
-				for _, step := range st.Preview.Steps() {
-					if len(step.Drift) == 0 {
-						continue
-					}
-					var lines strings.Builder
-					for _, d := range step.Drift {
-						lines.WriteString(report.DriftLine(d) + "\n")
-					}
-					fmt.Fprintf(&b, "\n%s\n\n%s\n", mdsafe.Code(step.ID), mdsafe.Fence("diff", lines.String()))
-				}
-			}
-			for _, e := range []error{st.Err, st.SpecErr} {
-				if e != nil {
-					b.WriteString("\n" + mdsafe.Fence("text", e.Error()) + "\n")
-				}
-			}
-		}
+		driftMarkdown(&b, stacks)
 	default:
 		return fmt.Errorf("unknown output format %q", f)
 	}
 	_, err := io.WriteString(w, model.MaskFingerprints(b.String()))
 	return err
+}
+
+func driftJSONReport(b *strings.Builder, stacks []*StackDrift, byDir map[string]*IssueOutcome) error {
+	out := struct {
+		Drifted bool             `json:"drifted"`
+		Stacks  []driftStackJSON `json:"stacks"`
+	}{Drifted: AnyDrift(stacks), Stacks: []driftStackJSON{}}
+	for _, st := range stacks {
+		j := driftStackJSON{Preview: st.Preview, Dir: st.Dir, Project: st.Project, Workspace: st.Workspace, Stack: st.Stack,
+			Status: st.Status, Drift: driftJSON{DriftCounts: st.Counts()}, PendingSpecChanges: st.SpecChanges, Issue: byDir[st.Dir]}
+		if st.Release != nil {
+			j.Revision = st.Release.Revision
+			if !st.Release.ModifiedTime.IsZero() {
+				j.ReleasedAt = &st.Release.ModifiedTime
+			}
+		}
+		if !st.Since.IsZero() {
+			j.Drift.Since = &st.Since
+		}
+		if st.SpecErr != nil {
+			j.SpecError = st.SpecErr.Error()
+		}
+		if st.Err != nil {
+			j.Error = st.Err.Error()
+		}
+		out.Stacks = append(out.Stacks, j)
+	}
+	enc := json.NewEncoder(b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("render drift json: %w", err)
+	}
+	return nil
+}
+
+func driftText(b *strings.Builder, stacks []*StackDrift, byDir map[string]*IssueOutcome) {
+	for _, st := range stacks {
+		b.WriteString(driftHeadline(st, false) + "\n")
+		if st.Preview != nil {
+			for _, step := range st.Preview.Steps() {
+				for _, d := range step.Drift {
+					b.WriteString("  " + step.ID + " " + report.DriftLine(d) + "\n")
+				}
+			}
+		}
+		for _, c := range st.SpecChanges {
+			fmt.Fprintf(b, "  spec: %s %s (%d field%s) not applied\n", c.ID, c.Action, len(c.Changes), plural(len(c.Changes)))
+		}
+		if st.Err != nil {
+			b.WriteString("  error: " + oneLine(st.Err.Error()) + "\n")
+		}
+		if st.SpecErr != nil {
+			b.WriteString("  spec error: " + oneLine(st.SpecErr.Error()) + "\n")
+		}
+		if is := byDir[st.Dir]; is != nil {
+			fmt.Fprintf(b, "  issue #%d %s: %s\n", is.Number, is.Action, is.URL)
+		}
+	}
+}
+
+// driftMarkdown is a list, not a table: a table cell ends at a pipe even
+// inside a code span, and a folder may hold one.
+func driftMarkdown(b *strings.Builder, stacks []*StackDrift) {
+	b.WriteString("## Drift\n\n")
+	for _, st := range stacks {
+		fmt.Fprintf(b, "- %s (%s): %s\n", mdsafe.Code(st.Dir), mdsafe.Code(st.Project+"/"+st.Workspace), mdsafe.Code(driftHeadline(st, true)))
+	}
+	for _, st := range stacks {
+		if st.Status != Drifted && st.Err == nil && st.SpecErr == nil {
+			continue
+		}
+		fmt.Fprintf(b, "\n### %s\n\n%s\n", mdsafe.Code(st.Dir), mdsafe.Code(driftHeadline(st, true)))
+		if st.Preview != nil {
+			for _, step := range st.Preview.Steps() {
+				if len(step.Drift) == 0 {
+					continue
+				}
+				var lines strings.Builder
+				for _, d := range step.Drift {
+					lines.WriteString(report.DriftLine(d) + "\n")
+				}
+				fmt.Fprintf(b, "\n%s\n\n%s\n", mdsafe.Code(step.ID), mdsafe.Fence("diff", lines.String()))
+			}
+		}
+		for _, e := range []error{st.Err, st.SpecErr} {
+			if e != nil {
+				b.WriteString("\n" + mdsafe.Fence("text", e.Error()) + "\n")
+			}
+		}
+	}
 }
 
 // driftHeadline is a stack's one line: what the scan found.

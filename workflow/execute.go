@@ -26,10 +26,10 @@ type WorkStore interface {
 const CheckoutFile = "checkout.tar.gz"
 
 // Execute runs req as a worker away from the asker does: it unpacks the
-// checkout the asker left in work, runs the stack with base's settings and
-// the request's own, and leaves the result in work for the asker to
-// report. It returns the run; an error is one that left no result.
-func (r *Runner) Execute(ctx context.Context, req Request, work WorkStore, base Options, lim githubapi.ArchiveLimits) (*StackResult, error) {
+// checkout the asker left in work, runs the stack with the runner's
+// settings and the request's own, and leaves the result in work for the
+// asker to report. It returns the run; an error is one that left no result.
+func (r *Runner) Execute(ctx context.Context, req Request, work WorkStore, lim githubapi.ArchiveLimits) (*StackResult, error) {
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
@@ -46,8 +46,8 @@ func (r *Runner) Execute(ctx context.Context, req Request, work WorkStore, base 
 	if err := githubapi.Unpack(bytes.NewReader(data), root, lim); err != nil {
 		return nil, fmt.Errorf("request %s: checkout: %w", id, err)
 	}
-	dir, opts := req.Options(root, base)
-	run := r.RunStack(ctx, req.Command, dir, opts)
+	req.Root = root
+	run := r.Run(ctx, req)
 	res, err := NewRequestResult(req, root, run).Encode()
 	if err != nil {
 		return run, fmt.Errorf("request %s: result: %w", id, err)
@@ -56,9 +56,7 @@ func (r *Runner) Execute(ctx context.Context, req Request, work WorkStore, base 
 		if errors.Is(err, backend.ErrWorkExists) {
 			// An earlier run of this very request (a Job made again after
 			// the first was cleaned up) reported: its result stands.
-			if base.Logger != nil {
-				base.Logger.Warn("the request's result was written before; this run's is not kept", "request", id)
-			}
+			r.log(req).Warn("the request's result was written before; this run's is not kept", "request", id)
 			return run, nil
 		}
 		return run, fmt.Errorf("request %s: result: %w", id, err)

@@ -18,13 +18,14 @@ import (
 // main.yaml with that workspace. store may be nil (the repository's
 // workspaces only); where names it in messages. Both the action and the
 // bot come through here, so a preview and the apply after it see one
-// Spec. Module binaries run with opts.ModuleEnv; opts.Logger logs.
-func StackSpec(ctx context.Context, st *project.Stack, workspace string, store WorkspaceStore, where string, opts Options) (*model.Spec, *StackWorkspace, error) {
+// Spec. The workspace is the request's (or the stack's own), the checkout
+// its Root; module binaries run with the runner's ModuleEnv.
+func (r *Runner) StackSpec(ctx context.Context, req Request, st *project.Stack, store WorkspaceStore, where string) (*model.Spec, *StackWorkspace, error) {
 	in, err := st.Input()
 	if err != nil {
 		return nil, nil, err
 	}
-	ws, err := ResolveWorkspace(ctx, st, workspace, in == project.SpecInput, store, where, opts.CheckoutRoot)
+	ws, err := ResolveWorkspace(ctx, st, st.WorkspaceName(req.Workspace), in == project.SpecInput, store, where, req.Root)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -40,16 +41,16 @@ func StackSpec(ctx context.Context, st *project.Stack, workspace string, store W
 	}
 	var compiled []byte
 	if in == project.KCLInput {
-		if opts.KCL == nil {
+		if r.KCL == nil {
 			return nil, ws, fmt.Errorf("stack %s: %s: KCL is not enabled here", st.Name, filepath.Join(st.Path, project.KCLFile))
 		}
-		if compiled, err = opts.KCL.Compile(ctx, st); err != nil {
+		if compiled, err = r.KCL.Compile(ctx, st); err != nil {
 			return nil, ws, err
 		}
 	}
-	g := &generate.Generator{Builtins: builtin.Modules(), ModuleEnv: opts.ModuleEnv, Logger: opts.Logger}
-	if opts.KusionHome != "" {
-		g.ModuleHome = module.HomeIn(opts.KusionHome)
+	g := &generate.Generator{Builtins: builtin.Modules(), ModuleEnv: r.ModuleEnv, Logger: r.log(req)}
+	if r.Store.KusionHome != "" {
+		g.ModuleHome = module.HomeIn(r.Store.KusionHome)
 	}
 	if in == project.KCLInput {
 		s, err := g.StackCompiled(ctx, st, ws.Workspace, filepath.Join(st.Path, project.KCLFile), compiled)

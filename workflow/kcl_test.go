@@ -33,14 +33,13 @@ func kclStacks(t *testing.T, root string) *kcl.Stacks {
 	return s
 }
 
-func specOf(t *testing.T, root string, opts Options) []byte {
+func specOf(t *testing.T, root string, r *Runner) []byte {
 	t.Helper()
 	st, err := project.LoadStack(root, filepath.Join(root, "quickstart", "default"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.CheckoutRoot = root
-	s, _, err := StackSpec(context.Background(), st, st.WorkspaceName(""), nil, "", opts)
+	s, _, err := r.StackSpec(context.Background(), Request{Root: root}, st, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +58,8 @@ func specOf(t *testing.T, root string, opts Options) []byte {
 func TestKCLQuickstartSpecIsTheYAMLOnes(t *testing.T) {
 	kclRoot, _ := filepath.Abs("testdata/kcl/kcl")
 	yamlRoot, _ := filepath.Abs("testdata/kcl/yaml")
-	fromKCL := specOf(t, kclRoot, Options{KCL: kclStacks(t, kclRoot)})
-	fromYAML := specOf(t, yamlRoot, Options{})
+	fromKCL := specOf(t, kclRoot, &Runner{KCL: kclStacks(t, kclRoot)})
+	fromYAML := specOf(t, yamlRoot, &Runner{})
 	if !bytes.Equal(fromKCL, fromYAML) {
 		t.Errorf("the Spec of main.k differs from main.yaml's:\n--- main.k\n%s\n--- main.yaml\n%s", fromKCL, fromYAML)
 	}
@@ -87,7 +86,7 @@ func TestKCLOffWithoutACompiler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = StackSpec(context.Background(), st, st.WorkspaceName(""), nil, "", Options{CheckoutRoot: root})
+	_, _, err = (&Runner{}).StackSpec(context.Background(), Request{Root: root}, st, nil, "")
 	want := filepath.Join(root, "quickstart", "default", "main.k") + ": KCL is not enabled here"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error = %v, want it to hold %q", err, want)
@@ -118,7 +117,7 @@ func TestKCLExamplesMergeTheirBase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, _, err := StackSpec(context.Background(), st, st.WorkspaceName(""), nil, "", Options{CheckoutRoot: root, KCL: stacks})
+			s, _, err := (&Runner{KCL: stacks}).StackSpec(context.Background(), Request{Root: root}, st, nil, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,7 +19,7 @@ func TestKusionHomeAsValue(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("KUSION_HOME", t.TempDir())
 	t.Setenv("KUSION_MODULE_PATH", "")
-	store, where, err := OpenStore(ctx, Options{KusionHome: home})
+	store, where, err := StoreConfig{KusionHome: home}.Open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestKusionHomeAsValue(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	store, where, err = OpenStore(ctx, Options{KusionHome: home})
+	store, where, err = StoreConfig{KusionHome: home}.Open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

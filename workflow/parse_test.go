@@ -26,7 +26,8 @@ func TestUnlock(t *testing.T) {
 	ctx := context.Background()
 	root, _ := emptyStacks(t, 1)
 	url := "file://" + t.TempDir()
-	opts := Options{Workspace: "default", Backend: url, CheckoutRoot: root}
+	runner := &Runner{Store: StoreConfig{Backend: url}}
+	req := Request{Workspace: "default", Root: root, Stack: "apps/sa"}
 	store, err := backend.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -36,11 +37,11 @@ func TestUnlock(t *testing.T) {
 	if _, err := store.Begin(ctx, held); err != nil {
 		t.Fatal(err)
 	}
-	rel, err := (&Runner{}).Unlock(ctx, root+"/apps/sa", opts, "alice", "/kusion unlock on #3")
+	rel, err := runner.Unlock(ctx, req, "alice", "/kusion unlock on #3")
 	if err != nil || rel.Phase != model.PhaseFailed || !strings.Contains(rel.Message, "alice") || !strings.Contains(rel.Message, "/kusion unlock on #3") {
 		t.Fatalf("Unlock = %+v, %v; want the release failed, saying who and why", rel, err)
 	}
-	if _, err := (&Runner{}).Unlock(ctx, root+"/apps/sa", opts, "alice", "again"); err == nil {
+	if _, err := runner.Unlock(ctx, req, "alice", "again"); err == nil {
 		t.Errorf("a second unlock, with nothing running, succeeded")
 	}
 }

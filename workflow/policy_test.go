@@ -141,7 +141,7 @@ func TestPoliciesTravelWithTheRequest(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "apps", "x")
 	p := &Policies{Files: map[string]string{"policy/all.rego": denyAll}, Source: "policy/ at base1"}
-	req, err := NewRequest(Apply, dir, Options{CheckoutRoot: root, Policy: p, Origin: &model.Origin{SHA: "abcdef1"}})
+	req, err := Request{Root: root, Policy: p, Origin: &model.Origin{SHA: "abcdef1"}}.For(Apply, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +153,13 @@ func TestPoliciesTravelWithTheRequest(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	_, opts := got.Options(t.TempDir(), Options{})
-	o := opts.Policy.judge(t.Context(), nil, &engine.Preview{Project: "p", Stack: "x", Workspace: "w", ChangeSteps: map[string]*engine.Step{}}, nil, "apps/x")
+	o := got.Policy.judge(t.Context(), nil, &engine.Preview{Project: "p", Stack: "x", Workspace: "w", ChangeSteps: map[string]*engine.Step{}}, nil, "apps/x")
 	var denied *PolicyDenied
 	if err := o.Refused(); !errors.As(err, &denied) || !strings.Contains(err.Error(), "no-anything: no") {
 		t.Fatalf("the worker's judgement: %v (outcome %+v)", err, o)
 	}
-	opts.Policy.Overrides = []string{"no-anything"}
-	if err := opts.Policy.judge(t.Context(), nil, &engine.Preview{ChangeSteps: map[string]*engine.Step{}}, nil, "apps/x").Refused(); err != nil {
+	got.Policy.Overrides = []string{"no-anything"}
+	if err := got.Policy.judge(t.Context(), nil, &engine.Preview{ChangeSteps: map[string]*engine.Step{}}, nil, "apps/x").Refused(); err != nil {
 		t.Errorf("an override of the rule: %v", err)
 	}
 }

@@ -29,9 +29,10 @@ type GitHub interface {
 	SetCheck(ctx context.Context, sha string, ck githubapi.Check) error
 }
 
-// StackRunner runs a command on one stack; *Runner is the implementation.
+// StackRunner runs one stack's request: *Runner in this process, an
+// executor away from it.
 type StackRunner interface {
-	RunStack(ctx context.Context, cmd Command, dir string, opts Options) *StackResult
+	Run(ctx context.Context, req Request) *StackResult
 }
 
 // Change is one pull request's work: which stacks it touches, what to do with
@@ -45,10 +46,10 @@ type Change struct {
 	// Command is Preview (on a pull request) or Apply (after a merge).
 	Command   Command
 	Selection Selection
-	// Runner runs each stack, with Options: they apply to every stack
-	// (Backend, Workspace, Origin...).
+	// Runner runs each stack's request: Request, with the stack's folder
+	// and command (Workspace, Origin, Policy... are every stack's).
 	Runner  StackRunner
-	Options Options
+	Request Request
 	// MaxParallel bounds the stacks worked on at once (default 4).
 	MaxParallel int
 	// MaxParts caps the comments of one stack (default 10).
@@ -106,7 +107,7 @@ type StackOutcome struct {
 	// Markdown is the whole comment, before splitting (for the job summary).
 	Markdown string
 	Comments []string
-	// Skipped is why Options.Skip left the stack alone: nothing was
+	// Skipped is why the merge order left the stack alone: nothing was
 	// reported for it.
 	Skipped string
 	Err     error
@@ -171,14 +172,7 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p := c.Options.Policy; p != nil && p.Folder != "" {
-		prefix := strings.Trim(p.Folder, "/") + "/"
-		for _, f := range changed {
-			if strings.HasPrefix(f.Path, prefix) || strings.HasPrefix(f.PreviousPath, prefix) {
-				p.Changed = true
-			}
-		}
-	}
+	c.notePolicyChange(changed)
 	c.log().Info("stacks touched", "files", len(changed), "stacks", len(stacks))
 	// A workspace file the change edits is named in the report of each
 	// stack that uses it (or would, but for the store's copy).
@@ -209,7 +203,29 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 		})
 	}
 	runs.Wait()
+	c.finish(ctx, out)
+	return out, nil
+}
 
+// notePolicyChange marks the request's policies changed when the change
+// touches their folder: the report then says the rules changed too.
+func (c *Change) notePolicyChange(changed []ChangedFile) {
+	p := c.Request.Policy
+	if p == nil || p.Folder == "" {
+		return
+	}
+	prefix := strings.Trim(p.Folder, "/") + "/"
+	for _, f := range changed {
+		if strings.HasPrefix(f.Path, prefix) || strings.HasPrefix(f.PreviousPath, prefix) {
+			p.Changed = true
+		}
+	}
+}
+
+// finish sums the stacks' outcomes up and reports the change as a whole:
+// the overview (or the combined comment), the deployments' ends, and the
+// comments of stacks no longer touched marked outdated.
+func (c *Change) finish(ctx context.Context, out *Outcome) {
 	current := map[string]bool{}
 	out.Complete = true
 	for _, so := range out.Stacks {
@@ -251,7 +267,6 @@ func (c *Change) Run(ctx context.Context) (*Outcome, error) {
 	if out.Err != nil {
 		out.Failed = true
 	}
-	return out, nil
 }
 
 // Comparer lists the files that differ between two commits;
@@ -337,8 +352,8 @@ func (c *Change) kind() string {
 // or "default" when each stack names its own (the folder alone keeps keys
 // apart then).
 func (c *Change) workspace() string {
-	if c.Options.Workspace != "" {
-		return c.Options.Workspace
+	if c.Request.Workspace != "" {
+		return c.Request.Workspace
 	}
 	return project.DefaultWorkspace
 }
@@ -355,25 +370,29 @@ func (c *Change) key(dir string) string {
 func (c *Change) run(ctx context.Context, st AffectedStack, edited map[string]bool) *StackOutcome {
 	so := &StackOutcome{Dir: st.Dir, Deleted: st.Deleted}
 	log := c.log().With("stack", st.Dir)
-	cmd, opts := c.Command, c.Options
+	cmd, dryRun := c.Command, c.Request.DryRun
 	if st.Deleted {
-		cmd = Destroy
-		opts.DryRun = c.Command == Preview
+		cmd, dryRun = Destroy, c.Command == Preview
 	}
 	if cmd == Preview {
-		opts.DryRun = false
+		dryRun = false
 	}
-	log.Info("running", "operation", cmd, "dryRun", opts.DryRun)
+	log.Info("running", "operation", cmd, "dryRun", dryRun)
 	dir := filepath.Join(c.Root, filepath.FromSlash(st.Dir))
+	req, err := c.Request.For(cmd, dir)
+	req.DryRun = dryRun
 	var run *StackResult
-	if c.Prepare != nil && !st.Deleted {
+	if err != nil {
+		run = &StackResult{Err: err}
+	}
+	if run == nil && c.Prepare != nil && !st.Deleted {
 		if err := c.Prepare(ctx, dir, st.Dir); err != nil {
 			run = &StackResult{Err: err}
 		}
 	}
 	if run == nil {
-		so.deployment = c.beginDeployment(ctx, cmd, st.Dir, dir, opts, log)
-		run = c.Runner.RunStack(ctx, cmd, dir, opts)
+		so.deployment = c.beginDeployment(ctx, req, st.Dir, log)
+		run = c.Runner.Run(ctx, req)
 	}
 	so.Result, so.Err = run, c.relative(run.Err)
 	if run.Skipped != "" {

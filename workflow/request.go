@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -19,73 +20,129 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 )
 
-// Request is one stack's work as data: what to do, to which stack, at which
-// commit, for whom. An executor that runs the work outside this process (a
+// Request is one run's work as data: what to do, to which stack, at which
+// commit, for whom. The Runner holds what every run shares; the Request,
+// what this one is. An executor that runs the work outside this process (a
 // Kubernetes Job, a workflow run) is handed a Request as JSON, and runs it
 // exactly as this process would have.
 type Request struct {
 	Command Command `json:"command"`
-	// Stack is the stack's folder, slash-separated, relative to the
-	// repository root.
+	// Stack is the stack's folder, slash-separated, relative to Root.
 	Stack string `json:"stack"`
 	// Commit is the commit the stack runs at.
-	Commit          string `json:"commit"`
-	Workspace       string `json:"workspace,omitempty"`
-	DryRun          bool   `json:"dryRun,omitempty"`
-	Offline         bool   `json:"offline,omitempty"`
-	RecordUnchanged bool   `json:"recordUnchanged,omitempty"`
+	Commit string `json:"commit"`
+	// Workspace is the workspace the stack is generated and released
+	// with; empty lets the stack name its own (project.Stack.WorkspaceName:
+	// stack.yaml's workspace, else the workspace named after the stack,
+	// else "default").
+	Workspace string `json:"workspace,omitempty"`
+	// DryRun shows what an apply or destroy would do, changing nothing.
+	DryRun bool `json:"dryRun,omitempty"`
+	// Offline previews against the prior release only, reading nothing
+	// live (no credentials: a pull request from a fork). Apply and destroy
+	// refuse.
+	Offline bool `json:"offline,omitempty"`
+	// RecordUnchanged writes a release for an apply or destroy that has
+	// nothing to change, as an audit trail of every run; by default such a
+	// run writes none (engine.ApplyOptions.SkipUnchanged) and
+	// StackResult.Unchanged says so.
+	RecordUnchanged bool `json:"recordUnchanged,omitempty"`
 	// Origin is who asked, from which pull request and repository; the
-	// release records it.
-	Origin model.Origin `json:"origin"`
+	// release records it. Nil: a run from nowhere in particular.
+	Origin *model.Origin `json:"origin,omitempty"`
 	// Trigger tells apart two requests of the same work at the same commit:
 	// "merge" for a merge's apply, "comment <id>" for a command. The same
 	// trigger delivered twice, or handled by two bots, is one request.
 	Trigger string `json:"trigger,omitempty"`
-	// Merge is set for a merge's apply: merges apply in merge order.
+	// Merge is set for a merge's apply: merges apply in merge order, and a
+	// merge the stack's latest release outdates or did already is skipped.
 	Merge *MergeOrder `json:"merge,omitempty"`
 	// Policy are the rules the plan is judged by, as data: the worker
 	// compiles them where it runs.
 	Policy *Policies `json:"policy,omitempty"`
+
+	// Root is the repository checkout the stack lies in, on this machine:
+	// project.yaml and workspaces/ are not looked for above it, and files
+	// a spec's context names must lie in it. Empty: a stack on one's own
+	// machine (see project.LoadStack), Stack as given. Each process has its
+	// own: it is not sent.
+	Root string `json:"-"`
+	// Log takes the run's lines (default the Runner's); not sent.
+	Log *slog.Logger `json:"-"`
 }
 
-// NewRequest is the request of running cmd on the stack in dir, a folder of
-// opts.CheckoutRoot, with opts.
-func NewRequest(cmd Command, dir string, opts Options) (Request, error) {
-	if opts.CheckoutRoot == "" {
-		return Request{}, fmt.Errorf("request for %s: no checkout root to name the stack from", dir)
+// NewRequest is the request of running cmd on the stack in dir, a folder
+// of the checkout at root (or, root empty, a folder of one's machine).
+func NewRequest(cmd Command, root, dir string) (Request, error) {
+	r := Request{Command: cmd, Root: root, Stack: filepath.ToSlash(dir)}
+	if root == "" {
+		return r, nil
 	}
-	rel, err := filepath.Rel(opts.CheckoutRoot, dir)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return r, fmt.Errorf("request for %s: %w", dir, err)
+	}
+	rel, err := filepath.Rel(root, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return Request{}, fmt.Errorf("request for %s: not inside the checkout %s", dir, opts.CheckoutRoot)
+		return r, fmt.Errorf("request for %s: not inside the checkout %s", dir, root)
 	}
-	r := Request{Command: cmd, Stack: filepath.ToSlash(rel), Workspace: opts.Workspace, DryRun: opts.DryRun, Offline: opts.Offline,
-		RecordUnchanged: opts.RecordUnchanged, Trigger: opts.Trigger, Merge: opts.Merge, Policy: opts.Policy}
-	if opts.Origin != nil {
-		r.Origin = *opts.Origin
-		r.Commit = opts.Origin.SHA
+	r.Stack = filepath.ToSlash(rel)
+	return r, nil
+}
+
+// For is the request of running cmd on the stack in dir, with everything
+// else as r's (the template a change or a scan runs each stack with).
+func (r Request) For(cmd Command, dir string) (Request, error) {
+	out, err := NewRequest(cmd, r.Root, dir)
+	if err != nil {
+		return out, err
 	}
-	return r, r.Check()
+	r.Command, r.Stack = out.Command, out.Stack
+	if r.Commit == "" && r.Origin != nil {
+		r.Commit = r.Origin.SHA
+	}
+	return r, nil
+}
+
+// Dir is the stack's folder on this machine.
+func (r Request) Dir() string {
+	if r.Root == "" {
+		return filepath.FromSlash(r.Stack)
+	}
+	return filepath.Join(r.Root, filepath.FromSlash(r.Stack))
+}
+
+// repository is the repository the run comes from, nil outside GitHub.
+func (r Request) repository() *model.Repository {
+	if r.Origin == nil {
+		return nil
+	}
+	return r.Origin.Repository
 }
 
 // HandOver is where an executor that runs the stack away from this process
-// starts: the request of running cmd on the stack in dir, and the run as
-// far as this process takes it (the stack read, and its workspace, which
-// may pick the executor's settings). A stack that cannot be read fails
-// here (run.Err), as it would where it runs, with nothing handed over.
-func HandOver(cmd Command, dir string, opts Options) (Request, *StackResult) {
+// starts: the request checked, and the run as far as this process takes it
+// (the stack read, and its workspace, which may pick the executor's
+// settings). A request no worker may take, or a stack that cannot be read,
+// fails here (run.Err), as it would where it runs, with nothing handed
+// over.
+func HandOver(req Request) *StackResult {
 	run := &StackResult{}
-	req, err := NewRequest(cmd, dir, opts)
+	if req.Root == "" {
+		run.Err = fmt.Errorf("request for %s: no checkout to hand over", req.Stack)
+		return run
+	}
+	if err := req.Check(); err != nil {
+		run.Err = err
+		return run
+	}
+	st, err := loadStack(req.Command, req.Root, req.Dir())
 	if err != nil {
 		run.Err = err
-		return req, run
+		return run
 	}
-	st, err := loadStack(cmd, dir, opts)
-	if err != nil {
-		run.Err = err
-		return req, run
-	}
-	run.Stack, run.Workspace = st, st.WorkspaceName(opts.Workspace)
-	return req, run
+	run.Stack, run.Workspace = st, st.WorkspaceName(req.Workspace)
+	return run
 }
 
 // Check refuses a request no run may take: an unknown command, a stack
@@ -110,8 +167,8 @@ var commitName = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
 // Kubernetes name and work file name.
 func (r Request) ID() string {
 	var repo int64
-	if r.Origin.Repository != nil {
-		repo = r.Origin.Repository.ID
+	if rp := r.repository(); rp != nil {
+		repo = rp.ID
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%s\x00%s\x00%t\x00%s", repo, r.Stack, r.Workspace, r.Commit, r.Command, r.DryRun, r.Trigger)
@@ -122,23 +179,10 @@ func (r Request) ID() string {
 // commit, shared by the requests of every stack at that commit.
 func (r Request) CheckoutID() string {
 	var repo int64
-	if r.Origin.Repository != nil {
-		repo = r.Origin.Repository.ID
+	if rp := r.repository(); rp != nil {
+		repo = rp.ID
 	}
 	return fmt.Sprintf("checkout-%d-%s", repo, strings.ToLower(r.Commit))
-}
-
-// Options are the options of running r in the checkout at root; base gives
-// what a request does not carry (the store, the logger, the runner's
-// settings).
-func (r Request) Options(root string, base Options) (dir string, opts Options) {
-	opts = base
-	opts.CheckoutRoot = root
-	opts.Workspace, opts.DryRun, opts.Offline, opts.RecordUnchanged = r.Workspace, r.DryRun, r.Offline, r.RecordUnchanged
-	origin := r.Origin
-	opts.Origin = &origin
-	opts.Trigger, opts.Merge, opts.Policy = r.Trigger, r.Merge, r.Policy
-	return filepath.Join(root, filepath.FromSlash(r.Stack)), opts
 }
 
 // MergeOrder is a merge's place in the order merges apply in.

@@ -41,10 +41,10 @@ func TestRequestRunsAway(t *testing.T) {
 		}
 	}
 	merged := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
-	asker := Options{Workspace: "default", Backend: storeURL, CheckoutRoot: root, RecordUnchanged: true, Trigger: "merge",
+	asker := Request{Workspace: "default", Root: root, RecordUnchanged: true, Trigger: "merge",
 		Merge:  &MergeOrder{SHA: commit, MergedAt: merged},
 		Origin: &model.Origin{SHA: commit, PullRequest: 7, Actor: "octocat", Command: "merge", MergedAt: merged, Repository: &model.Repository{ID: 42, FullName: "acme/infra"}}}
-	req, err := NewRequest(Apply, filepath.Join(root, "apps/dev"), asker)
+	req, err := asker.For(Apply, filepath.Join(root, "apps/dev"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +69,8 @@ func TestRequestRunsAway(t *testing.T) {
 		t.Fatalf("the request's id changed on the wire: %s, was %s", got.ID(), req.ID())
 	}
 
-	worker := &Runner{Runtimes: noRuntimes{}}
-	run, err := worker.Execute(ctx, got, store, Options{Backend: storeURL}, githubapi.ArchiveLimits{})
+	worker := &Runner{Runtimes: noRuntimes{}, Store: StoreConfig{Backend: storeURL}}
+	run, err := worker.Execute(ctx, got, store, githubapi.ArchiveLimits{})
 	if err != nil || run.Err != nil {
 		t.Fatalf("execute: %v, run: %v", err, run.Err)
 	}
@@ -106,7 +106,7 @@ func TestRequestRunsAway(t *testing.T) {
 		t.Fatalf("the asker's view of the run: %+v", sr)
 	}
 
-	again, err := worker.Execute(ctx, got, store, Options{Backend: storeURL}, githubapi.ArchiveLimits{})
+	again, err := worker.Execute(ctx, got, store, githubapi.ArchiveLimits{})
 	if err != nil || !strings.Contains(again.Skipped, "applied this merge already") {
 		t.Fatalf("the same request again: %v, skipped %q", err, again.Skipped)
 	}
@@ -125,7 +125,7 @@ func TestRequestRunsAway(t *testing.T) {
 // command, or none of them, is refused, and the refusal says what it
 // named.
 func TestResultAnswersTheRequest(t *testing.T) {
-	req := Request{Command: Apply, Stack: "apps/dev", Commit: commit, Trigger: "merge", Origin: model.Origin{Repository: &model.Repository{ID: 42}}}
+	req := Request{Command: Apply, Stack: "apps/dev", Commit: commit, Trigger: "merge", Origin: &model.Origin{Repository: &model.Repository{ID: 42}}}
 	good := NewRequestResult(req, "/work", &StackResult{Workspace: "dev"})
 	if good.Request != req.ID() || good.Stack != "apps/dev" || good.Commit != commit || good.Command != Apply {
 		t.Fatalf("the result does not carry its request: %+v", good)
@@ -174,7 +174,7 @@ func mustWork(t *testing.T, s *backend.Store, id string) []byte {
 // trigger; a request naming a path out of the repository or no commit is
 // refused.
 func TestRequestIdentity(t *testing.T) {
-	base := Request{Command: Apply, Stack: "apps/dev", Commit: commit, Trigger: "merge", Origin: model.Origin{Repository: &model.Repository{ID: 42}}}
+	base := Request{Command: Apply, Stack: "apps/dev", Commit: commit, Trigger: "merge", Origin: &model.Origin{Repository: &model.Repository{ID: 42}}}
 	seen := map[string]string{base.ID(): "base"}
 	for name, r := range map[string]Request{
 		"stack":      func() Request { r := base; r.Stack = "apps/prod"; return r }(),

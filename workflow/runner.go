@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
+	"math"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/engine"
@@ -39,70 +41,6 @@ func ParseCommand(s string) (Command, error) {
 	return "", fmt.Errorf("unknown command %q: want preview, apply or destroy", s)
 }
 
-// Options configure one run of a Runner; the zero value of each field is a
-// sensible default.
-type Options struct {
-	// Workspace is the workspace every stack is generated and released
-	// with; empty lets each stack name its own (project.Stack.WorkspaceName:
-	// stack.yaml's workspace, else the workspace named after the stack,
-	// else "default").
-	Workspace string
-	// Backend is a release store URL; default backend.DefaultURL().
-	Backend string
-	// Parallelism bounds resources worked on at once (default 10).
-	Parallelism int
-	DryRun      bool
-	NoWatch     bool
-	// RecordUnchanged writes a release for an apply or destroy that has
-	// nothing to change, as an audit trail of every run; by default such a
-	// run writes none (engine.ApplyOptions.SkipUnchanged) and StackResult.Unchanged
-	// says so.
-	RecordUnchanged bool
-	// Lease is how long a running release holds its stack without a sign of
-	// life before the next run takes it as abandoned (default backend.DefaultLease).
-	Lease time.Duration
-	// IgnoreFields are attribute paths no comparison counts (fields a
-	// controller or webhook owns).
-	IgnoreFields []string
-	// Offline previews against the prior release only, reading nothing live
-	// (no credentials: a pull request from a fork). Apply and destroy refuse.
-	Offline bool
-	Origin  *model.Origin
-	// WaitHeld is how long an apply or destroy waits for another run that
-	// holds the stack to end, trying again as it does; 0 fails at once.
-	// The backend's revision slot decides who runs, so runners on several
-	// machines queue up without knowing of each other.
-	WaitHeld time.Duration
-	// Skip, if set, is asked with the stack's latest release (nil if none)
-	// before anything runs; a reason skips the stack. Without it, Merge's
-	// Skip is asked.
-	Skip func(latest *model.Release) string
-	// Merge is set for a merge's apply: merges apply in merge order.
-	Merge *MergeOrder
-	// Policy, if set, judges each plan: a preview reports what it says,
-	// and an apply or destroy it refuses changes nothing.
-	Policy *Policies
-	// Trigger tells apart two requests of the same work (Request.Trigger).
-	Trigger string
-	// CheckoutRoot is the repository checkout the stacks lie in:
-	// project.yaml and workspaces/ are not looked for above it, and files
-	// a spec's context names must lie in it. Empty: a stack on one's own
-	// machine (see project.LoadStack).
-	CheckoutRoot string
-	// KusionHome is Kusion's folder (its config.yaml, the default release
-	// folder, module binaries); empty: as Kusion finds it
-	// (internal/kusionhome: $KUSION_HOME, else .kusion in the user's home).
-	KusionHome string
-	// ModuleEnv names variables of this process's environment that Kusion
-	// module binaries get besides the few every program needs
-	// (module.Environ); they get nothing else of it.
-	ModuleEnv []string
-	// KCL compiles stacks written as main.k (kcl.Setup, the process's);
-	// nil refuses them.
-	KCL    KCLCompiler
-	Logger *slog.Logger
-}
-
 // StackResult is the outcome of one command on one stack.
 type StackResult struct {
 	Stack *project.Stack
@@ -114,10 +52,10 @@ type StackResult struct {
 	Release         *model.Release
 	// Store is where the release was written.
 	Store string
-	// Skipped is why Options.Skip skipped the stack.
+	// Skipped is why the merge order skipped the stack (Request.Merge).
 	Skipped string
 	// Unchanged: the apply or destroy had nothing to change and wrote no
-	// release (Options.RecordUnchanged is off).
+	// release (Request.RecordUnchanged is off).
 	Unchanged bool
 	Err       error
 	// Started is when the work began where it ran (this process, or an
@@ -130,7 +68,7 @@ type StackResult struct {
 	// RunURL is the page of the run that did the work away from this
 	// process (a GitHub Actions run): its report links it.
 	RunURL string
-	// Policy is what Options.Policy said of the plan: a preview's, or the
+	// Policy is what Request.Policy said of the plan: a preview's, or the
 	// plan an apply or destroy followed or was refused for.
 	Policy *PolicyOutcome
 }
@@ -143,9 +81,9 @@ type RuntimeTarget struct {
 	// Spec is what the stack runs with; nil for a destroy.
 	Spec *model.Spec
 	// CheckoutRoot is the repository checkout the stack lies in
-	// (Options.CheckoutRoot): files its spec names must lie in it.
+	// (Request.Root): files its spec names must lie in it.
 	CheckoutRoot string
-	// Offline: nothing live may be reached (Options.Offline); the run uses
+	// Offline: nothing live may be reached (Request.Offline); the run uses
 	// the prior release in place of every runtime.
 	Offline bool
 	// Logger is the run's.
@@ -162,9 +100,10 @@ type RuntimeFactory interface {
 	Runtimes(ctx context.Context, t RuntimeTarget) (map[model.ResourceType]engine.Driver, error)
 }
 
-// Runner runs commands on stacks with what its binary wired into it once:
-// the action and the bot each build one, and every run of theirs goes
-// through it.
+// Runner runs requests on stacks with what its binary wired into it once:
+// the action and the bot each build one from their settings, and every run
+// of theirs goes through it. What differs from one run to the next is in
+// the Request.
 type Runner struct {
 	// Runtimes builds each stack's runtimes.
 	Runtimes RuntimeFactory
@@ -172,195 +111,299 @@ type Runner struct {
 	// evaluated: a child process bounded in memory and time, so that the
 	// rules of a pull request's base cannot exhaust this one's.
 	PolicySandbox *policy.Sandbox
-	// OpenStore opens the release store a run's options name; default
-	// OpenStore.
-	OpenStore func(ctx context.Context, opts Options) (store *backend.Store, where string, err error)
+	// Store is the release store every run reads and writes.
+	Store StoreConfig
+	// OpenStore, if set, opens the store in place of Store.Open.
+	OpenStore func(ctx context.Context) (store *backend.Store, where string, err error)
+	// Parallelism bounds resources worked on at once (default 10).
+	Parallelism int
+	// NoWatch leaves out the wait for applied resources to be ready.
+	NoWatch bool
+	// IgnoreFields are attribute paths no comparison counts (fields a
+	// controller or webhook owns).
+	IgnoreFields []string
+	// WaitHeld is how long an apply or destroy waits for another run that
+	// holds the stack to end, trying again as it does; 0 fails at once.
+	// The backend's revision slot decides who runs, so runners on several
+	// machines queue up without knowing of each other.
+	WaitHeld time.Duration
+	// ModuleEnv names variables of this process's environment that Kusion
+	// module binaries get besides the few every program needs
+	// (module.Environ); they get nothing else of it.
+	ModuleEnv []string
+	// KCL compiles stacks written as main.k (kcl.Setup, the process's);
+	// nil refuses them.
+	KCL KCLCompiler
+	// Log takes the lines of a run whose Request has no logger of its own.
+	Log *slog.Logger
+}
+
+// StoreConfig names the release store.
+type StoreConfig struct {
+	// Backend is a release store URL; empty: the current backend of the
+	// Kusion CLI's configuration in KusionHome, else KusionHome's folder.
+	Backend string
+	// KusionHome is Kusion's folder (its config.yaml, the default release
+	// folder, module binaries); empty: as Kusion finds it
+	// (internal/kusionhome: $KUSION_HOME, else .kusion in the user's home).
+	KusionHome string
+	// Lease is how long a running release holds its stack without a sign of
+	// life before the next run takes it as abandoned (default backend.DefaultLease).
+	Lease time.Duration
 }
 
 var errNoRuntimes = errors.New("workflow: the Runner has no RuntimeFactory")
 
-func (r *Runner) openStore(ctx context.Context, opts Options) (*backend.Store, string, error) {
+// Open opens the release store; where names it for people.
+func (r *Runner) Open(ctx context.Context) (*backend.Store, string, error) {
 	if r.OpenStore != nil {
-		return r.OpenStore(ctx, opts)
+		return r.OpenStore(ctx)
 	}
-	return OpenStore(ctx, opts)
+	return r.Store.Open(ctx)
 }
 
-// RunStack loads the stack in dir and runs cmd on it.
-func (r *Runner) RunStack(ctx context.Context, cmd Command, dir string, opts Options) *StackResult {
-	run := &StackResult{Started: time.Now()}
-	st, err := loadStack(cmd, dir, opts)
+// log is the run's logger: the request's, else the runner's.
+func (r *Runner) log(req Request) *slog.Logger {
+	switch {
+	case req.Log != nil:
+		return req.Log
+	case r.Log != nil:
+		return r.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// engine is an engine of the runner's settings over runtimes and store.
+func (r *Runner) engine(runtimes map[model.ResourceType]engine.Driver, store backend.Owned, log *slog.Logger) *engine.Engine {
+	return &engine.Engine{Runtimes: runtimes, Store: store, Parallelism: r.Parallelism, Logger: log,
+		Heartbeat: store.Store.HeartbeatInterval(), IgnoreFields: r.IgnoreFields}
+}
+
+// Run runs the request in this process: it loads the stack, opens the
+// store, generates the spec, and previews, applies or destroys.
+func (r *Runner) Run(ctx context.Context, req Request) *StackResult {
+	s := &stackRun{r: r, req: req, log: r.log(req), out: &StackResult{Started: time.Now()}}
+	defer s.close()
+	for _, step := range []func(context.Context) error{s.load, s.open, s.generate, s.connect, s.skip, s.prepare, s.execute} {
+		if err := step(ctx); err != nil {
+			s.out.Err = err
+			break
+		}
+		if s.out.Skipped != "" {
+			break
+		}
+	}
+	if p := s.out.Preview; p != nil {
+		p.Offline = req.Offline
+		p.WorkspaceOrigin = s.out.WorkspaceOrigin
+	}
+	return s.out
+}
+
+// stackRun is the state of one Run, a method per step.
+type stackRun struct {
+	r   *Runner
+	req Request
+	log *slog.Logger
+	out *StackResult
+
+	target engine.Stack
+	store  *backend.Store
+	owned  backend.Owned
+	eng    *engine.Engine
+	opts   engine.ApplyOptions
+}
+
+func (s *stackRun) close() {
+	if s.store != nil {
+		s.store.Close()
+	}
+}
+
+// load reads the stack.
+func (s *stackRun) load(context.Context) error {
+	st, err := loadStack(s.req.Command, s.req.Root, s.req.Dir())
 	if err != nil {
-		run.Err = err
-		return run
+		return err
 	}
-	run.Stack = st
-	if opts.Skip == nil && opts.Merge != nil {
-		opts.Skip = opts.Merge.Skip
+	s.out.Stack = st
+	s.out.Workspace = st.WorkspaceName(s.req.Workspace)
+	s.target = engine.Stack{Project: st.Project.Name, Workspace: s.out.Workspace, Stack: st.Name, Origin: s.req.Origin}
+	if s.r.Runtimes == nil {
+		return errNoRuntimes
 	}
-	ws := st.WorkspaceName(opts.Workspace)
-	run.Workspace = ws
-	target := engine.Stack{Project: st.Project.Name, Workspace: ws, Stack: st.Name, Origin: opts.Origin}
-	if r.Runtimes == nil {
-		run.Err = errNoRuntimes
-		return run
-	}
-	// The store first: it holds the operator's workspaces, which the spec
-	// is generated with.
-	store, where, err := r.openStore(ctx, opts)
+	return nil
+}
+
+// open opens the store first: it holds the operator's workspaces, which
+// the spec is generated with. Every read of a release and every slot taken
+// goes through the check that the project belongs to the run's repository.
+func (s *stackRun) open(ctx context.Context) error {
+	store, where, err := s.r.Open(ctx)
 	if err != nil {
-		run.Err = err
-		return run
+		return err
 	}
-	defer store.Close()
-	run.Store = where
-	if cmd != Destroy {
-		var sw *StackWorkspace
-		target.Spec, sw, err = StackSpec(ctx, st, ws, store, where, opts)
-		if sw != nil {
-			run.WorkspaceOrigin = sw.Origin
-		}
-		if err != nil {
-			run.Err = err
-			return run
-		}
-		if len(sw.Origin.ContextDiffers) > 0 && opts.Logger != nil {
-			opts.Logger.Warn("the spec's context differs from its workspace's: generated with another workspace, or before this one changed",
-				"workspace", ws, "keys", sw.Origin.ContextDiffers)
-		}
+	s.store, s.out.Store = store, where
+	s.owned = backend.Owned{Store: store, Run: s.req.repository()}
+	return nil
+}
+
+// generate makes the spec the stack runs with; a destroy has none.
+func (s *stackRun) generate(ctx context.Context) error {
+	if s.req.Command == Destroy {
+		return nil
 	}
-	runtimes, err := r.Runtimes.Runtimes(ctx, RuntimeTarget{
-		Stack: st, Workspace: ws, Spec: target.Spec, CheckoutRoot: opts.CheckoutRoot, Offline: opts.Offline, Logger: opts.Logger,
+	spec, sw, err := s.r.StackSpec(ctx, s.req, s.out.Stack, s.store, s.out.Store)
+	if sw != nil {
+		s.out.WorkspaceOrigin = sw.Origin
+	}
+	if err != nil {
+		return err
+	}
+	s.target.Spec = spec
+	if len(sw.Origin.ContextDiffers) > 0 {
+		s.log.Warn("the spec's context differs from its workspace's: generated with another workspace, or before this one changed",
+			"workspace", s.out.Workspace, "keys", sw.Origin.ContextDiffers)
+	}
+	return nil
+}
+
+// connect builds the stack's runtimes; an offline run reaches nothing
+// live, and may only preview.
+func (s *stackRun) connect(ctx context.Context) error {
+	runtimes, err := s.r.Runtimes.Runtimes(ctx, RuntimeTarget{
+		Stack: s.out.Stack, Workspace: s.out.Workspace, Spec: s.target.Spec, CheckoutRoot: s.req.Root, Offline: s.req.Offline, Logger: s.log,
 	})
 	if err != nil {
-		run.Err = err
-		return run
+		return err
 	}
-	// Every read of a release and every slot taken goes through the check
-	// that the project belongs to the run's repository.
-	owned := backend.Owned{Store: store, Run: runRepository(opts)}
-	get := func(ctx context.Context, revision uint64) (*model.Release, error) {
-		return owned.Get(ctx, target.Project, target.Workspace, revision)
-	}
-	// why asks opts.Skip, then, for a merge, whether a merge queue applied
-	// its commit already: a group's release may be behind the releases of
-	// the groups that landed after it.
-	why := func(latest *model.Release) (string, error) {
-		if why := opts.Skip(latest); why != "" || opts.Merge == nil {
-			return why, nil
+	if s.req.Offline {
+		if s.req.Command != Preview && !s.req.DryRun {
+			return fmt.Errorf("%s %s: %w", s.req.Command, s.out.Stack.Name, errOffline)
 		}
-		return appliedInQueue(ctx, get, latest, opts.Merge.SHA)
+		runtimes = map[model.ResourceType]engine.Driver{model.Kubernetes: engine.Built(offline{}), model.Terraform: engine.Built(offline{})}
 	}
-	skip := func() (string, error) {
-		if opts.Skip == nil {
-			return "", nil
-		}
-		latest, err := owned.Latest(ctx, target.Project, target.Workspace)
-		if err != nil {
-			return "", err
-		}
-		return why(latest)
-	}
-	if run.Skipped, run.Err = skip(); run.Skipped != "" || run.Err != nil {
-		return run
-	}
+	s.eng = s.r.engine(runtimes, s.owned, s.log)
+	return nil
+}
 
-	eng := &engine.Engine{
-		Runtimes:     runtimes,
-		Store:        owned,
-		Parallelism:  opts.Parallelism,
-		Logger:       opts.Logger,
-		Heartbeat:    store.HeartbeatInterval(),
-		IgnoreFields: opts.IgnoreFields,
+// skip asks the merge order, before anything runs, whether the stack's
+// latest release leaves this merge nothing to do.
+func (s *stackRun) skip(ctx context.Context) error {
+	why, err := s.skipped(ctx)
+	s.out.Skipped = why
+	return err
+}
+
+func (s *stackRun) skipped(ctx context.Context) (string, error) {
+	if s.req.Merge == nil {
+		return "", nil
 	}
-	if opts.Offline {
-		if cmd != Preview && !opts.DryRun {
-			run.Err = fmt.Errorf("%s %s: %w", cmd, st.Name, errOffline)
-			return run
-		}
-		eng.Runtimes = map[model.ResourceType]engine.Driver{model.Kubernetes: engine.Built(offline{}), model.Terraform: engine.Built(offline{})}
+	latest, err := s.owned.Latest(ctx, s.target.Project, s.target.Workspace)
+	if err != nil {
+		return "", err
 	}
-	applyOpts := engine.ApplyOptions{DryRun: opts.DryRun, NoWatch: opts.NoWatch, SkipUnchanged: !opts.RecordUnchanged}
-	if opts.Skip != nil {
-		// Asked again when the stack is taken, atomically with it: another
-		// run may have done (or outdated) this one since the check above.
-		applyOpts.Precondition = func(latest *model.Release) error {
-			why, err := why(latest)
+	return s.mergeSkip(ctx, latest)
+}
+
+// mergeSkip asks the merge order, then whether a merge queue applied the
+// merge's commit already: a group's release may be behind the releases of
+// the groups that landed after it.
+func (s *stackRun) mergeSkip(ctx context.Context, latest *model.Release) (string, error) {
+	if why := s.req.Merge.Skip(latest); why != "" {
+		return why, nil
+	}
+	get := func(ctx context.Context, revision uint64) (*model.Release, error) {
+		return s.owned.Get(ctx, s.target.Project, s.target.Workspace, revision)
+	}
+	return appliedInQueue(ctx, get, latest, s.req.Merge.SHA)
+}
+
+// prepare sets what the engine checks when it takes the stack: the merge
+// order again, atomically with taking it (another run may have done, or
+// outdated, this one since skip), and the policies.
+func (s *stackRun) prepare(ctx context.Context) error {
+	s.opts = engine.ApplyOptions{DryRun: s.req.DryRun, NoWatch: s.r.NoWatch, SkipUnchanged: !s.req.RecordUnchanged}
+	if s.req.Merge != nil {
+		s.opts.Precondition = func(latest *model.Release) error {
+			why, err := s.mergeSkip(ctx, latest)
 			if why != "" {
 				return &skipped{why: why}
 			}
 			return err
 		}
 	}
-	stackDir := filepath.ToSlash(dir)
-	if rel, err := filepath.Rel(opts.CheckoutRoot, dir); err == nil && opts.CheckoutRoot != "" {
-		stackDir = filepath.ToSlash(rel)
-	}
-	if opts.Policy != nil {
-		if len(opts.Policy.Overrides) > 0 && target.Origin != nil {
-			o := *target.Origin
-			o.PolicyOverrides = slices.Clone(opts.Policy.Overrides)
-			target.Origin = &o
+	if p := s.req.Policy; p != nil {
+		if len(p.Overrides) > 0 && s.target.Origin != nil {
+			o := *s.target.Origin
+			o.PolicyOverrides = slices.Clone(p.Overrides)
+			s.target.Origin = &o
 		}
-		applyOpts.Check = func(ctx context.Context, p *engine.Preview) error {
-			run.Policy = opts.Policy.judge(ctx, r.PolicySandbox, p, target.Spec, stackDir)
-			return run.Policy.Refused()
+		s.opts.Check = func(ctx context.Context, pv *engine.Preview) error {
+			s.out.Policy = s.judge(ctx, pv)
+			return s.out.Policy.Refused()
 		}
 	}
-	switch cmd {
-	case Preview:
-		run.Preview, run.Err = eng.Preview(ctx, target)
-		if run.Err == nil && run.Preview != nil {
-			run.Err = run.Preview.Err()
-		}
-		if run.Err == nil && opts.Policy != nil {
-			run.Policy = opts.Policy.judge(ctx, r.PolicySandbox, run.Preview, target.Spec, stackDir)
-		}
-	case Apply, Destroy:
-		var res *engine.Result
-		res, run.Skipped, run.Err = whenFree(ctx, opts, skip, func() (*engine.Result, error) {
-			if cmd == Apply {
-				return eng.Apply(ctx, target, applyOpts)
-			}
-			return eng.Destroy(ctx, target, applyOpts)
-		})
-		var sk *skipped
-		if errors.As(run.Err, &sk) {
-			run.Skipped, run.Err, res = sk.why, nil, nil
-		}
-		if res != nil {
-			run.Preview, run.Release, run.Unchanged = res.Preview, res.Release, res.Unchanged
-		}
-	}
-	if run.Preview != nil {
-		run.Preview.Offline = opts.Offline
-		run.Preview.WorkspaceOrigin = run.WorkspaceOrigin
-	}
-	return run
+	return nil
 }
 
-// loadStack reads the stack in dir; a destroy's stack whose folder the
-// commit deleted is read from what is left of it.
-func loadStack(cmd Command, dir string, opts Options) (*project.Stack, error) {
-	st, err := project.LoadStack(opts.CheckoutRoot, dir)
+// judge is what the request's policies say of a plan.
+func (s *stackRun) judge(ctx context.Context, p *engine.Preview) *PolicyOutcome {
+	return s.req.Policy.judge(ctx, s.r.PolicySandbox, p, s.target.Spec, s.req.Stack)
+}
+
+// execute previews, applies or destroys.
+func (s *stackRun) execute(ctx context.Context) error {
+	if s.req.Command == Preview {
+		p, err := s.eng.Preview(ctx, s.target)
+		s.out.Preview = p
+		if err == nil && p != nil {
+			err = p.Err()
+		}
+		if err == nil && s.req.Policy != nil {
+			s.out.Policy = s.judge(ctx, p)
+		}
+		return err
+	}
+	res, why, err := s.r.whenFree(ctx, s.log, s.skipped, func() (*engine.Result, error) {
+		if s.req.Command == Apply {
+			return s.eng.Apply(ctx, s.target, s.opts)
+		}
+		return s.eng.Destroy(ctx, s.target, s.opts)
+	})
+	var sk *skipped
+	if errors.As(err, &sk) {
+		why, err, res = sk.why, nil, nil
+	}
+	s.out.Skipped = why
+	if res != nil {
+		s.out.Preview, s.out.Release, s.out.Unchanged = res.Preview, res.Release, res.Unchanged
+	}
+	return err
+}
+
+// loadStack reads the stack in dir, of the checkout at root; a destroy's
+// stack whose folder the commit deleted is read from what is left of it.
+func loadStack(cmd Command, root, dir string) (*project.Stack, error) {
+	st, err := project.LoadStack(root, dir)
 	if err != nil && cmd == Destroy && errors.Is(err, fs.ErrNotExist) {
-		st, err = project.DeletedStack(opts.CheckoutRoot, dir)
+		st, err = project.DeletedStack(root, dir)
 	}
 	return st, err
 }
 
-// OpenStore opens the release store: opts.Backend if set, else the current
-// backend of the Kusion CLI's configuration, else Kusion's default folder.
-// where names it for people.
-func OpenStore(ctx context.Context, opts Options) (store *backend.Store, where string, err error) {
+// Open opens the release store: Backend if set, else the current backend
+// of the Kusion CLI's configuration, else Kusion's default folder. where
+// names it for people.
+func (c StoreConfig) Open(ctx context.Context) (store *backend.Store, where string, err error) {
 	switch {
-	case opts.Backend != "":
-		store, err = backend.Open(ctx, opts.Backend)
-		where = backend.Location(opts.Backend)
+	case c.Backend != "":
+		store, err = backend.Open(ctx, c.Backend)
+		where = backend.Location(c.Backend)
 	default:
 		cfgFile, folder := backend.KusionConfigFile(), backend.DefaultURL()
-		if opts.KusionHome != "" {
-			cfgFile, folder = filepath.Join(opts.KusionHome, "config.yaml"), backend.FolderURL(opts.KusionHome)
+		if c.KusionHome != "" {
+			cfgFile, folder = filepath.Join(c.KusionHome, "config.yaml"), backend.FolderURL(c.KusionHome)
 		}
 		cfg, ok, cerr := backend.CurrentKusionBackend(cfgFile)
 		if cerr != nil {
@@ -377,63 +420,51 @@ func OpenStore(ctx context.Context, opts Options) (store *backend.Store, where s
 	if err != nil {
 		return nil, "", err
 	}
-	store.Lease = opts.Lease
+	store.Lease = c.Lease
 	return store, where, nil
 }
 
-// Unlock ends the running release of the stack in dir by hand.
-func (r *Runner) Unlock(ctx context.Context, dir string, opts Options, who, why string) (*model.Release, error) {
-	st, err := project.LoadStack(opts.CheckoutRoot, dir)
+// Unlock ends the running release of the request's stack by hand.
+func (r *Runner) Unlock(ctx context.Context, req Request, who, why string) (*model.Release, error) {
+	st, err := project.LoadStack(req.Root, req.Dir())
 	if err != nil {
 		return nil, err
 	}
-	ws := st.WorkspaceName(opts.Workspace)
-	store, _, err := r.openStore(ctx, opts)
+	store, _, err := r.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
-	return backend.Owned{Store: store, Run: runRepository(opts)}.Unlock(ctx, st.Project.Name, ws, who, why)
-}
-
-// runRepository is the repository the run comes from, nil outside GitHub.
-func runRepository(opts Options) *model.Repository {
-	if opts.Origin == nil {
-		return nil
-	}
-	return opts.Origin.Repository
+	return backend.Owned{Store: store, Run: req.repository()}.Unlock(ctx, st.Project.Name, st.WorkspaceName(req.Workspace), who, why)
 }
 
 // whenFree runs op, and again while another run holds the stack, until
-// opts.WaitHeld has passed; skip is asked again before each new try, as
-// the run waited for may have done the work. Waits grow from a quarter
-// second to five seconds, with jitter so that waiting runners do not retry
-// in step.
-func whenFree(ctx context.Context, opts Options, skip func() (string, error), op func() (*engine.Result, error)) (*engine.Result, string, error) {
-	deadline := time.Now().Add(opts.WaitHeld)
-	wait := 250 * time.Millisecond
+// WaitHeld has passed; skip is asked again before each new try, as the run
+// waited for may have done the work. Waits grow from a quarter second to
+// five seconds, with jitter so that waiting runners do not retry in step.
+func (r *Runner) whenFree(ctx context.Context, log *slog.Logger, skip func(context.Context) (string, error), op func() (*engine.Result, error)) (*engine.Result, string, error) {
+	deadline := time.Now().Add(r.WaitHeld)
+	// From 125 ms, with up to twice that added: a quarter second on
+	// average, doubling to five seconds.
+	delay := wait.Backoff{Duration: 125 * time.Millisecond, Factor: 2, Jitter: 2, Cap: 2500 * time.Millisecond, Steps: math.MaxInt32}.DelayFunc()
 	for {
 		res, err := op()
 		if !errors.Is(err, backend.ErrHeld) || !time.Now().Before(deadline) {
 			return res, "", err
 		}
-		if opts.Logger != nil {
-			opts.Logger.Info("stack held by another run; waiting", "reason", err.Error())
-		}
-		d := wait/2 + rand.N(wait)
+		log.Info("stack held by another run; waiting", "reason", err.Error())
 		select {
 		case <-ctx.Done():
 			return res, "", err
-		case <-time.After(min(d, time.Until(deadline))):
+		case <-time.After(min(delay(), time.Until(deadline))):
 		}
-		wait = min(2*wait, 5*time.Second)
-		if why, serr := skip(); why != "" || serr != nil {
+		if why, serr := skip(ctx); why != "" || serr != nil {
 			return nil, why, serr
 		}
 	}
 }
 
-// skipped is Options.Skip's answer when the stack is taken.
+// skipped is the merge order's answer when the stack is taken.
 type skipped struct{ why string }
 
 func (s *skipped) Error() string { return "skipped: " + s.why }

@@ -111,7 +111,7 @@ func TestEveryStackIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Change{Root: root, Number: 1, SHA: "1111111111111111111111111111111111111111", Command: Preview, GitHub: gh, Renderer: r,
-		Runner: &Runner{Runtimes: noRuntimes{}}, Options: Options{Workspace: "default", Backend: "file://" + t.TempDir()}}
+		Runner: &Runner{Runtimes: noRuntimes{}, Store: StoreConfig{Backend: "file://" + t.TempDir()}}, Request: Request{Workspace: "default"}}
 	out, err := c.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -36,8 +36,8 @@ func clusterFlags(fs *flag.FlagSet) clusterSettings {
 	}
 }
 
-// apply puts the settings into opts and f.
-func (c clusterSettings) apply(opts *workflow.Options, f *connect.Factory) error {
+// apply puts the settings into r and f.
+func (c clusterSettings) apply(r *workflow.Runner, f *connect.Factory) error {
 	allow, err := kubernetes.ParseAllowance(list(*c.specAllow))
 	if err != nil {
 		return fmt.Errorf("--spec-kubeconfig-allow: %w", err)
@@ -47,7 +47,7 @@ func (c clusterSettings) apply(opts *workflow.Options, f *connect.Factory) error
 		return fmt.Errorf("--kubeconfigs: %w", err)
 	}
 	f.Clusters = connect.Clusters{Kubeconfigs: kubeconfigs, KubeconfigsName: "--kubeconfigs", SpecAllow: allow, Setting: "--spec-kubeconfig-allow"}
-	opts.ModuleEnv = list(*c.moduleEnv)
+	r.ModuleEnv = list(*c.moduleEnv)
 	return nil
 }
 
@@ -123,14 +123,14 @@ func pathless(err error) error {
 	return err
 }
 
-// useKCL gives opts the process's KCL (engine/kcl: its settings are
+// useKCL gives r the process's KCL (engine/kcl: its settings are
 // variables of the environment, the same names in every door). The
 // returned function ends its runtimes: defer it.
-func useKCL(opts *workflow.Options, log *slog.Logger) (done func(), err error) {
+func useKCL(r *workflow.Runner, log *slog.Logger) (done func(), err error) {
 	setup, err := kcl.SetupFrom(os.Getenv, log)
 	if err != nil {
 		return func() {}, fmt.Errorf("KCL settings: %w", err)
 	}
-	opts.KCL = setup
+	r.KCL = setup
 	return func() { _ = setup.Close() }, nil
 }

@@ -101,24 +101,23 @@ func driftCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		dirs = []string{rel}
 	}
 	checkout := repositoryRoot(scanRoot)
-	opts := workflow.Options{
-		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism, Logger: log,
-		Lease: backend.DefaultLease, IgnoreFields: list(*ignore), CheckoutRoot: checkout,
-	}
+	runner := &workflow.Runner{Store: workflow.StoreConfig{Backend: *backendURL, Lease: backend.DefaultLease},
+		Parallelism: *parallelism, IgnoreFields: list(*ignore), Log: log}
 	rts := connect.Factory{Terraform: terraform.Config{Binary: *tfBinary, CacheDir: *tfCache,
 		AllowProviders: list(*tfProviders), PassEnv: list(*tfEnv), ProviderSettings: list(*tfSettings)}}
-	doneKCL, err := useKCL(&opts, log)
+	doneKCL, err := useKCL(runner, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
 	defer doneKCL()
-	if err := clusters.apply(&opts, &rts); err != nil {
+	if err := clusters.apply(runner, &rts); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
+	runner.Runtimes = rts
 	scan := &workflow.DriftScan{
-		Runner: &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, Options: opts,
+		Runner: runner, Request: workflow.Request{Workspace: *workspace, Root: checkout},
 		Root: scanRoot, Dirs: dirs, Match: list(*match), MaxParallel: *maxParallel,
 	}
 	stacks, err := scan.Run(ctx)

@@ -296,10 +296,10 @@ func TestDriftScanOnTheCluster(t *testing.T) {
 	}
 
 	// The way back: the release's spec applied again.
-	runner := &workflow.Runner{Runtimes: connect.Factory{ForceConflicts: true}, OpenStore: workflow.OpenStore}
+	runner := &workflow.Runner{Runtimes: connect.Factory{ForceConflicts: true}, Store: workflow.StoreConfig{Backend: backendURL}, NoWatch: true}
 	t.Setenv("KUBECONFIG", kc)
-	res := runner.RevertDrift(context.Background(), filepath.Join(r.root, "apps/shop/prod"), 1,
-		workflow.Options{Backend: backendURL, CheckoutRoot: r.root, NoWatch: true, Origin: &model.Origin{Actor: "octocat"}}, "/kusion apply on drift issue #1 by octocat")
+	req := workflow.Request{Root: r.root, Stack: "apps/shop/prod", Origin: &model.Origin{Actor: "octocat"}}
+	res := runner.RevertDrift(context.Background(), req, 1, "/kusion apply on drift issue #1 by octocat")
 	if res.Err != nil || res.Release == nil || res.Release.Revision != 2 || res.Release.Phase != model.PhaseSucceeded {
 		t.Fatalf("revert: %+v", res)
 	}

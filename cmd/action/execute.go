@@ -15,7 +15,7 @@ import (
 // Kubernetes Job's container): the checkout and the result go through the
 // release store, so the worker needs the store and the cluster, never
 // GitHub. The log shows the stack's report as text.
-func executeRequest(ctx context.Context, runner *workflow.Runner, raw string, opts workflow.Options, stdout, stderr io.Writer) int {
+func executeRequest(ctx context.Context, runner *workflow.Runner, raw string, stdout, stderr io.Writer) int {
 	var req workflow.Request
 	if err := json.Unmarshal([]byte(raw), &req); err != nil {
 		fmt.Fprintf(stderr, "error: --request: %v\n", err)
@@ -25,14 +25,14 @@ func executeRequest(ctx context.Context, runner *workflow.Runner, raw string, op
 		fmt.Fprintf(stderr, "error: --request: %v\n", err)
 		return 2
 	}
-	store, where, err := workflow.OpenStore(ctx, opts)
+	store, where, err := runner.Open(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
 	defer store.Close()
-	opts.Logger.Info("running the request", "request", req.ID(), "command", req.Command, "stack", req.Stack, "commit", req.Commit, "store", where)
-	run, err := runner.Execute(ctx, req, store, opts, githubapi.ArchiveLimits{})
+	runner.Log.Info("running the request", "request", req.ID(), "command", req.Command, "stack", req.Stack, "commit", req.Commit, "store", where)
+	run, err := runner.Execute(ctx, req, store, githubapi.ArchiveLimits{})
 	if run != nil {
 		renderer, rerr := report.New()
 		if rerr == nil && run.Preview != nil {

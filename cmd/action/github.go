@@ -145,12 +145,11 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	}
 
 	root := filepath.Join(workspace, in("root"))
-	opts := workflow.Options{
-		Workspace: in("workspace"), Backend: in("backend"), Logger: log,
-		Origin:       &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command, Repository: jobRepository(ga, gctx)},
-		IgnoreFields: list(in("ignore-fields")), CheckoutRoot: workspace, ModuleEnv: list(in("module-env")),
-	}
-	doneKCL, err := useKCL(&opts, log)
+	runner := &workflow.Runner{Store: workflow.StoreConfig{Backend: in("backend")}, Log: log,
+		IgnoreFields: list(in("ignore-fields")), ModuleEnv: list(in("module-env"))}
+	req := workflow.Request{Workspace: in("workspace"), Root: workspace,
+		Origin: &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command, Repository: jobRepository(ga, gctx)}}
+	doneKCL, err := useKCL(runner, log)
 	if err != nil {
 		ga.Errorf("%v", err)
 		return 2
@@ -162,7 +161,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	// Kusion's folder (its config.yaml, the default release folder, module
 	// binaries) is there unless KUSION_HOME says otherwise.
 	if home := os.Getenv("HOME"); os.Getenv("KUSION_HOME") == "" && home != "" {
-		opts.KusionHome = filepath.Join(home, ".kusion")
+		runner.Store.KusionHome = filepath.Join(home, ".kusion")
 	}
 	rts := connect.Factory{ForceConflicts: true, Terraform: terraform.Config{
 		AllowProviders: list(in("terraform-providers")), PassEnv: list(in("terraform-env")), ProviderSettings: list(in("terraform-provider-settings")),
@@ -176,7 +175,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	rts.Clusters = connect.Clusters{SpecAllow: allow, Setting: "the input spec-kubeconfig-allow",
 		Kubeconfigs: kubeconfigs, KubeconfigsName: "the input kubeconfigs", KubeconfigName: "the input kubeconfig"}
 	if d := in("lease"); d != "" {
-		if opts.Lease, err = time.ParseDuration(d); err != nil {
+		if runner.Store.Lease, err = time.ParseDuration(d); err != nil {
 			ga.Errorf("input lease: %v", err)
 			return 2
 		}
@@ -220,7 +219,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 		// provider or the generate-command to read.
 		rts.Clusters.KubeconfigContent = kubeconfig
 	}
-	if opts.RecordUnchanged, err = strconv.ParseBool(cmp.Or(in("record-unchanged"), "false")); err != nil {
+	if req.RecordUnchanged, err = strconv.ParseBool(cmp.Or(in("record-unchanged"), "false")); err != nil {
 		ga.Errorf("input record-unchanged: %q is not true or false", in("record-unchanged"))
 		return 2
 	}
@@ -235,20 +234,21 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			ga.Errorf("command drift: a fork's pull request gets no credentials; scan on schedule or workflow_dispatch")
 			return 2
 		}
-		scan := &workflow.DriftScan{Runner: &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore}, Options: opts, Root: root, MaxParallel: maxParallel}
+		runner.Runtimes = rts
+		scan := &workflow.DriftScan{Runner: runner, Request: req, Root: root, MaxParallel: maxParallel}
 		return runDriftGitHub(ctx, ga, gctx, gh, scan, in, red.String, log)
 	}
-	runner, err := newRunner(rts)
-	if err != nil {
+	runner.Runtimes = rts
+	if err := withPolicySandbox(runner); err != nil {
 		ga.Errorf("%v", err)
 		return 1
 	}
 	if raw := in("request"); raw != "" {
-		return runRequest(ctx, ga, gctx, raw, runner, opts, workspace, log)
+		return runRequest(ctx, ga, gctx, raw, runner, req, workspace, log)
 	}
 
 	change := &workflow.Change{
-		Root: root, Command: cmd, Runner: runner, Options: opts, MaxParallel: maxParallel,
+		Root: root, Command: cmd, Runner: runner, Request: req, MaxParallel: maxParallel,
 		Deployments: deployments,
 		Selection:   workflow.Selection{Shared: list(in("shared-paths")), Stacks: list(in("stacks"))},
 		Comment:     in("comment"), GitHub: gh, Renderer: renderer, Log: log,
@@ -297,7 +297,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			if forkOffline {
 				// Compared with the last release only, and the comment
 				// says so.
-				change.Options.Offline = true
+				change.Request.Offline = true
 				ga.Noticef("pull request #%d comes from a fork: previewed against the prior release only (allow-fork-credentials: true previews it with the credentials given)", pr.Number)
 			}
 		}
@@ -347,13 +347,13 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			return 1
 		}
 		change.SHA, change.Base = head, base
-		change.Options.Origin.SHA, change.Options.Origin.Command = head, "merge queue"
+		change.Request.Origin.SHA, change.Request.Origin.Command = head, "merge queue"
 	default:
 		ga.Errorf("event %q: run on pull_request (preview), merge_group (preview) or push (apply)", gctx.EventName)
 		return 2
 	}
 
-	change.Options.Policy, err = actionPolicies(ctx, in, gh, pr, change, workspace, before)
+	change.Request.Policy, err = actionPolicies(ctx, in, gh, pr, change, workspace, before)
 	if err != nil {
 		ga.Errorf("%v", err)
 		return 2

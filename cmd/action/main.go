@@ -89,14 +89,15 @@ func klogLevel(args []string, getenv func(string) string) slog.Level {
 	return slog.LevelInfo
 }
 
-// newRunner is the runner of stacks with rts, evaluating policies in a
-// child of this program (policy.Sandbox).
-func newRunner(rts connect.Factory) (*workflow.Runner, error) {
+// withPolicySandbox has r evaluate policies in a child of this program
+// (policy.Sandbox).
+func withPolicySandbox(r *workflow.Runner) error {
 	sb, err := policy.Self(policy.DefaultMaxMemory)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &workflow.Runner{Runtimes: rts, OpenStore: workflow.OpenStore, PolicySandbox: sb}, nil
+	r.PolicySandbox = sb
+	return nil
 }
 
 const usage = `usage: action COMMAND --stack DIR [flags]
@@ -243,39 +244,42 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 1
 	}
 
-	opts := workflow.Options{
-		Workspace: *workspace, Backend: *backendURL, Parallelism: *parallelism,
-		NoWatch: *noWatch, RecordUnchanged: *record, Logger: log, Origin: localOrigin(string(cmd)),
-		Lease: *lease, IgnoreFields: list(*ignore), CheckoutRoot: repositoryRoot(*stack),
+	runner := &workflow.Runner{Store: workflow.StoreConfig{Backend: *backendURL, Lease: *lease},
+		Parallelism: *parallelism, NoWatch: *noWatch, IgnoreFields: list(*ignore), Log: log}
+	req, err := workflow.NewRequest(cmd, repositoryRoot(*stack), *stack)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: --stack: %v\n", err)
+		return 2
 	}
+	req.Workspace, req.RecordUnchanged, req.Origin = *workspace, *record, localOrigin(string(cmd))
 	rts := connect.Factory{
 		ForceConflicts: *force, ReadyTimeout: *timeout, Progress: &waitPrinter{w: stderr},
 		Terraform: terraform.Config{Binary: *tfBinary, CacheDir: *tfCache,
 			AllowProviders: list(*tfProviders), PassEnv: list(*tfEnv), ProviderSettings: list(*tfSettings)},
 	}
-	if err := clusters.apply(&opts, &rts); err != nil {
+	if err := clusters.apply(runner, &rts); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
-	doneKCL, err := useKCL(&opts, log)
+	runner.Runtimes = rts
+	doneKCL, err := useKCL(runner, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
 	defer doneKCL()
-	runner, err := newRunner(rts)
-	if err != nil {
+	if err := withPolicySandbox(runner); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
 	if execute {
-		opts.WaitHeld = *holdWait
-		return executeRequest(ctx, runner, *request, opts, stdout, stderr)
+		runner.WaitHeld = *holdWait
+		return executeRequest(ctx, runner, *request, stdout, stderr)
 	}
 	if cmd != workflow.Preview && !*yes && !*dryRun {
 		// Show the plan first, then ask; the apply itself re-plans under its lock.
-		opts.DryRun = true
-		r := runner.RunStack(ctx, cmd, *stack, opts)
+		req.DryRun = true
+		r := runner.Run(ctx, req)
 		if code := printRun(stdout, stderr, renderer, format, r); code != 0 || r.Preview == nil {
 			return code
 		}
@@ -293,12 +297,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintln(stderr, "Cancelled.")
 			return 1
 		}
-		opts.DryRun = false
-		r = runner.RunStack(ctx, cmd, *stack, opts)
+		req.DryRun = false
+		r = runner.Run(ctx, req)
 		return printRelease(stderr, cmd, r, false)
 	}
-	opts.DryRun = *dryRun
-	r := runner.RunStack(ctx, cmd, *stack, opts)
+	req.DryRun = *dryRun
+	r := runner.Run(ctx, req)
 	code := printRun(stdout, stderr, renderer, format, r)
 	if cmd != workflow.Preview && !*dryRun {
 		// printRun has shown the run's error: once is enough.
@@ -451,12 +455,18 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The store is named with the release it ended, as every command names
 	// the store it used.
 	var where string
-	runner := &workflow.Runner{OpenStore: func(ctx context.Context, opts workflow.Options) (*backend.Store, string, error) {
-		s, w, err := workflow.OpenStore(ctx, opts)
+	store := workflow.StoreConfig{Backend: *backendURL}
+	runner := &workflow.Runner{OpenStore: func(ctx context.Context) (*backend.Store, string, error) {
+		s, w, err := store.Open(ctx)
 		where = w
 		return s, w, err
 	}}
-	rel, err := runner.Unlock(ctx, *stack, workflow.Options{Workspace: *workspace, Backend: *backendURL, CheckoutRoot: repositoryRoot(*stack)}, who, *reason)
+	req, err := workflow.NewRequest("", repositoryRoot(*stack), *stack)
+	var rel *model.Release
+	if err == nil {
+		req.Workspace = *workspace
+		rel, err = runner.Unlock(ctx, req, who, *reason)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
@@ -485,28 +495,27 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts := workflow.Options{CheckoutRoot: root, Logger: log}
+	runner := &workflow.Runner{Store: workflow.StoreConfig{Backend: *backendURL}, Log: log}
 	// The cluster settings are checked as a run would, though generating
 	// reaches no cluster.
-	if err := clusters.apply(&opts, &connect.Factory{}); err != nil {
+	if err := clusters.apply(runner, &connect.Factory{}); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
-	doneKCL, err := useKCL(&opts, log)
+	doneKCL, err := useKCL(runner, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
 	defer doneKCL()
-	opts.Backend = *backendURL
 	// The operator's workspaces are in the release store, read only.
-	store, where, err := workflow.OpenStore(ctx, opts)
+	store, where, err := runner.Open(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
 	defer store.Close()
-	s, ws, err := workflow.StackSpec(ctx, st, st.WorkspaceName(*workspace), store, where, opts)
+	s, ws, err := runner.StackSpec(ctx, workflow.Request{Root: root, Workspace: *workspace}, st, store, where)
 	if ws != nil {
 		warnWorkspace(log, ws)
 	}

@@ -24,7 +24,7 @@ import (
 // commit) and writes the result to a file in the workspace, named by the
 // output result-file, for actions/upload-artifact. The bot reports; the
 // action comments on nothing.
-func runRequest(ctx context.Context, ga *githubactions.Action, gctx *githubactions.GitHubContext, raw string, runner *workflow.Runner, opts workflow.Options, workspace string, log *slog.Logger) int {
+func runRequest(ctx context.Context, ga *githubactions.Action, gctx *githubactions.GitHubContext, raw string, runner *workflow.Runner, job workflow.Request, workspace string, log *slog.Logger) int {
 	if gctx.EventName != "workflow_dispatch" {
 		ga.Errorf("input request: it is the bot's, for a workflow it dispatches (on: workflow_dispatch), not for a %s event", gctx.EventName)
 		return 2
@@ -41,7 +41,10 @@ func runRequest(ctx context.Context, ga *githubactions.Action, gctx *githubactio
 	// The job's repository is the one GitHub says (GITHUB_REPOSITORY_ID),
 	// whatever the input claims: a request of another repository would
 	// reach that repository's projects in a shared store.
-	if own := opts.Origin.Repository; own != nil {
+	if req.Origin == nil {
+		req.Origin = &model.Origin{}
+	}
+	if own := job.Origin.Repository; own != nil {
 		if r := req.Origin.Repository; r != nil && r.ID != 0 && own.ID != 0 && r.ID != own.ID {
 			ga.Errorf("input request: it names repository %s (id %d), but this job runs in %s (id %d)", r.FullName, r.ID, own.FullName, own.ID)
 			return 2
@@ -49,8 +52,7 @@ func runRequest(ctx context.Context, ga *githubactions.Action, gctx *githubactio
 		req.Origin.Repository = own
 	}
 	id := req.ID()
-	dir, err := stackInCheckout(workspace, req.Stack)
-	if err != nil {
+	if _, err := stackInCheckout(workspace, req.Stack); err != nil {
 		ga.Errorf("input request: %v", err)
 		return 2
 	}
@@ -59,13 +61,13 @@ func runRequest(ctx context.Context, ga *githubactions.Action, gctx *githubactio
 		return 2
 	}
 	log.Info("running the request", "request", id, "command", req.Command, "stack", req.Stack, "commit", req.Commit)
-	_, ropts := req.Options(workspace, opts)
+	req.Root, req.Log = workspace, log
 	// Runs of merges close together overlap: a run finding its stack held
 	// by another waits for it, as the bot's own runs and action execute
 	// do, and then asks again whether its work is still to do (merge
 	// order).
-	ropts.WaitHeld = requestHoldWait
-	run := runner.RunStack(ctx, req.Command, dir, ropts)
+	runner.WaitHeld = requestHoldWait
+	run := runner.Run(ctx, req)
 	data, err := workflow.NewRequestResult(req, workspace, run).Encode()
 	if err != nil {
 		ga.Errorf("the result: %v", err)

@@ -47,7 +47,7 @@ func TestRequestInput(t *testing.T) {
 	}
 	requestOf = func(cmd workflow.Command, stack string, repoID int64) string {
 		req := workflow.Request{Command: cmd, DryRun: cmd == workflow.Destroy, Stack: stack, Commit: commit, Offline: true, Trigger: "comment 5",
-			Origin: model.Origin{PullRequest: 5, SHA: commit, Actor: "octocat", Repository: &model.Repository{ID: repoID, FullName: fmt.Sprint(repo["full_name"])}}}
+			Origin: &model.Origin{PullRequest: 5, SHA: commit, Actor: "octocat", Repository: &model.Repository{ID: repoID, FullName: fmt.Sprint(repo["full_name"])}}}
 		b, _ := json.Marshal(req)
 		return string(b)
 	}

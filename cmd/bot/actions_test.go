@@ -334,7 +334,7 @@ func TestForgedWorkflowRunsAreNeverRead(t *testing.T) {
 		return n, run
 	}
 	w.gh.SetTree(w.owner, w.repo, "weak", w.tree)
-	origin := model.Origin{Repository: &model.Repository{ID: repoID}}
+	origin := &model.Origin{Repository: &model.Repository{ID: repoID}}
 
 	// A /kusion preview of a pull request changing the stack: the
 	// comment's id is public the moment it is posted.

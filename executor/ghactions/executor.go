@@ -120,12 +120,11 @@ type repoRunner struct {
 	gh GitHub
 }
 
-// RunStack runs cmd on the stack in dir as a run of the repository's
-// workflow, or follows the run dispatched before for the same request (by
+// Run runs the request as a run of the repository's workflow, or follows the run dispatched before for the same request (by
 // another bot, or this one before a restart), and reports its result.
-func (r repoRunner) RunStack(ctx context.Context, cmd workflow.Command, dir string, opts workflow.Options) *workflow.StackResult {
+func (r repoRunner) Run(ctx context.Context, req workflow.Request) *workflow.StackResult {
 	// The stack is read for its report and its workspace.
-	req, run := workflow.HandOver(cmd, dir, opts)
+	run := workflow.HandOver(req)
 	if run.Err != nil {
 		return run
 	}
@@ -133,7 +132,7 @@ func (r repoRunner) RunStack(ctx context.Context, cmd workflow.Command, dir stri
 	id := req.ID()
 	// The run's logger names the repository and pull request; the
 	// executor's own is for a run without one.
-	log := opts.Logger
+	log := req.Log
 	if log == nil {
 		log = r.x.Log
 	}

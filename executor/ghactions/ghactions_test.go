@@ -60,9 +60,19 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-func (w *world) options() workflow.Options {
-	return workflow.Options{CheckoutRoot: w.root, Trigger: "merge", Merge: &workflow.MergeOrder{SHA: commit, MergedAt: time.Now()},
+func (w *world) options() workflow.Request {
+	return workflow.Request{Root: w.root, Trigger: "merge", Merge: &workflow.MergeOrder{SHA: commit, MergedAt: time.Now()},
 		Origin: &model.Origin{PullRequest: number, SHA: commit, Actor: "octocat", Command: "merge", Repository: &model.Repository{ID: 42, FullName: owner + "/" + repo}}}
+}
+
+// apply is the apply of the stack in dir, with opts.
+func (w *world) apply(dir string, opts workflow.Request) workflow.Request {
+	w.t.Helper()
+	req, err := opts.For(workflow.Apply, dir)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return req
 }
 
 // runner plays GitHub's runner on each dispatch: the run does what do
@@ -168,7 +178,7 @@ func TestRunsReportedWithTheirLink(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			change := &workflow.Change{Root: w.root, Number: number, SHA: commit, Command: workflow.Apply, Runner: w.x.For(w.c), Options: w.options(),
+			change := &workflow.Change{Root: w.root, Number: number, SHA: commit, Command: workflow.Apply, Runner: w.x.For(w.c), Request: w.options(),
 				GitHub: w.c, Renderer: r}
 			if _, err := change.Run(context.Background()); err != nil {
 				t.Fatal(err)
@@ -224,7 +234,7 @@ func TestOneRunPerRequest(t *testing.T) {
 
 	// Restarted, then redelivered: the same run, read twice.
 	for i := range 2 {
-		got := w.x.For(w.c).RunStack(ctx, workflow.Apply, dir, w.options())
+		got := w.x.For(w.c).Run(ctx, w.apply(dir, w.options()))
 		if got.Err != nil || got.Release == nil || got.Release.Revision != 3 || !strings.HasSuffix(got.RunURL, fmt.Sprintf("/runs/%d", d.RunID)) {
 			t.Fatalf("run %d: %+v", i+1, got)
 		}
@@ -239,7 +249,7 @@ func TestOneRunPerRequest(t *testing.T) {
 	opts := w.options()
 	opts.Trigger = "comment 99"
 	opts.Merge = nil
-	req, err := workflow.NewRequest(workflow.Apply, dir, opts)
+	req, err := opts.For(workflow.Apply, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +273,7 @@ func TestOneRunPerRequest(t *testing.T) {
 		w.gh.CompleteRun(owner, repo, first.RunID, "success")
 		w.heard(first.RunID)
 	}()
-	got = w.x.For(w.c).RunStack(ctx, workflow.Apply, dir, opts)
+	got = w.x.For(w.c).Run(ctx, w.apply(dir, opts))
 	if got.Err != nil || got.Skipped != "" || got.Release == nil || got.Release.Revision != 4 || !strings.HasSuffix(got.RunURL, fmt.Sprintf("/runs/%d", first.RunID)) {
 		t.Fatalf("raced request: %+v, want the first run's release 4", got)
 	}
@@ -278,7 +288,7 @@ func TestOneRunPerRequest(t *testing.T) {
 func TestDispatchRefusalNamesTheSetting(t *testing.T) {
 	w := newWorld(t)
 	x := ghactions.New(ghactions.Config{Workflow: "missing.yml"}, nil)
-	got := x.For(w.c).RunStack(context.Background(), workflow.Apply, filepath.Join(w.root, "apps/dev"), w.options())
+	got := x.For(w.c).Run(context.Background(), w.apply(filepath.Join(w.root, "apps/dev"), w.options()))
 	if got.Err == nil || !strings.Contains(got.Err.Error(), "missing.yml") || !strings.Contains(got.Err.Error(), "githubActions.workflow") || !strings.Contains(got.Err.Error(), "404") {
 		t.Fatalf("got %v", got.Err)
 	}
@@ -359,7 +369,7 @@ func (w *world) stoppedAfterDispatch(dir string) (*workflow.StackResult, githubf
 	w.t.Helper()
 	stopped, cancel := context.WithCancel(context.Background())
 	done := make(chan *workflow.StackResult)
-	go func() { done <- w.x.For(w.c).RunStack(stopped, workflow.Apply, dir, w.options()) }()
+	go func() { done <- w.x.For(w.c).Run(stopped, w.apply(dir, w.options())) }()
 	for len(w.gh.Dispatches()) == 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -410,7 +420,7 @@ func TestRunsOfOthersAreNeverRead(t *testing.T) {
 					w.gh.AnswerDispatchWithoutRun()
 				}
 				dir := filepath.Join(w.root, "apps/dev")
-				req, err := workflow.NewRequest(workflow.Apply, dir, w.options())
+				req, err := w.options().For(workflow.Apply, dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -439,7 +449,7 @@ func TestRunsOfOthersAreNeverRead(t *testing.T) {
 					others = append(others, tc.before(w, req))
 				}
 
-				got := w.x.For(w.c).RunStack(context.Background(), workflow.Apply, dir, w.options())
+				got := w.x.For(w.c).Run(context.Background(), w.apply(dir, w.options()))
 				ours := w.botDispatches()
 				if len(ours) != 1 {
 					t.Fatalf("%d dispatches by the bot on the default branch, want its own one", len(ours))
@@ -508,7 +518,7 @@ func TestAdoptsOnlyTheBotsRun(t *testing.T) {
 					w.gh.CompleteRun(owner, repo, d.RunID, tc.conclusion)
 					w.heard(d.RunID)
 				}()
-				got := w.x.For(w.c).RunStack(ctx, workflow.Apply, dir, w.options())
+				got := w.x.For(w.c).Run(ctx, w.apply(dir, w.options()))
 				own := fmt.Sprintf("/runs/%d", d.RunID)
 				switch {
 				case tc.want == "" && (got.Err != nil || got.Release == nil || got.Release.Revision != 3 || !strings.HasSuffix(got.RunURL, own)):

@@ -34,9 +34,11 @@ import (
 type Executor struct {
 	Client kubernetes.Interface
 	Config Config
-	// OpenStore opens the release store the workers share with the bot
-	// (default workflow.OpenStore).
-	OpenStore func(ctx context.Context, opts workflow.Options) (*backend.Store, string, error)
+	// Store is the release store the workers share with the bot: they
+	// take their checkout from it and leave their result in it.
+	Store workflow.StoreConfig
+	// OpenStore, if set, opens it in place of Store.Open.
+	OpenStore func(ctx context.Context) (*backend.Store, string, error)
 	// Log takes the executor's own lines (default: the run's logger).
 	Log *slog.Logger
 	// Poll is how often a wait looks again without news from the watch
@@ -45,51 +47,43 @@ type Executor struct {
 
 	mu       sync.Mutex
 	watchers map[string]*watcher // by namespace
-	stores   map[string]openStore
+	opened   *backend.Store
+	where    string
 }
 
-type openStore struct {
-	store *backend.Store
-	where string
-}
-
-// store is the release store opts names, opened once for the executor's
-// life: a store's client (its connections, its certificates) is not worth
-// making again for every stack.
-func (x *Executor) store(ctx context.Context, opts workflow.Options) (*backend.Store, string, error) {
-	key := opts.Backend + "\x00" + opts.KusionHome
+// store is the release store, opened once for the executor's life: a
+// store's client (its connections, its certificates) is not worth making
+// again for every stack.
+func (x *Executor) store(ctx context.Context) (*backend.Store, string, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if s, ok := x.stores[key]; ok {
-		return s.store, s.where, nil
+	if x.opened != nil {
+		return x.opened, x.where, nil
 	}
 	open := x.OpenStore
 	if open == nil {
-		open = workflow.OpenStore
+		open = x.Store.Open
 	}
-	store, where, err := open(ctx, opts)
+	store, where, err := open(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	if x.stores == nil {
-		x.stores = map[string]openStore{}
-	}
-	x.stores[key] = openStore{store, where}
+	x.opened, x.where = store, where
 	return store, where, nil
 }
 
-// RunStack runs cmd on the stack in dir as a Job, or adopts the Job
-// another bot (or this one, before a restart) made for the same request,
-// and waits for its result.
-func (x *Executor) RunStack(ctx context.Context, cmd workflow.Command, dir string, opts workflow.Options) *workflow.StackResult {
+// Run runs the request as a Job, or adopts the Job another bot (or this
+// one, before a restart) made for the same request, and waits for its
+// result.
+func (x *Executor) Run(ctx context.Context, req workflow.Request) *workflow.StackResult {
 	// The stack's workspace picks the Job's settings.
-	req, run := workflow.HandOver(cmd, dir, opts)
+	run := workflow.HandOver(req)
 	if run.Err != nil {
 		return run
 	}
 	st := run.Stack
 	s := x.Config.For(run.Workspace, req.Offline && req.Command == workflow.Preview)
-	log := opts.Logger
+	log := req.Log
 	if x.Log != nil {
 		log = x.Log
 	}
@@ -98,17 +92,17 @@ func (x *Executor) RunStack(ctx context.Context, cmd workflow.Command, dir strin
 	}
 	log = log.With("request", req.ID(), "job", s.namespace()+"/"+jobName(req.ID()))
 
-	store, where, err := x.store(ctx, opts)
+	store, where, err := x.store(ctx)
 	if err != nil {
 		run.Err = err
 		return run
 	}
 	run.Store = where
-	if err := workflow.PutCheckout(ctx, store, req, opts.CheckoutRoot); err != nil {
+	if err := workflow.PutCheckout(ctx, store, req, req.Root); err != nil {
 		run.Err = err
 		return run
 	}
-	job, err := newJob(x.Config.Image, s, req, opts.Backend)
+	job, err := newJob(x.Config.Image, s, req, x.Store.Backend)
 	if err != nil {
 		run.Err = err
 		return run

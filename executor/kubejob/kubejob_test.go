@@ -94,33 +94,39 @@ func (w *jobsWorld) stack(dir, ns string) {
 }
 
 // options are a merge's apply of a new commit, for workspace ws.
-func (w *jobsWorld) options(ws string) workflow.Options {
+func (w *jobsWorld) options(ws string) workflow.Request {
 	w.commits++
 	sha := fmt.Sprintf("%040x", 0xc0ffee00+w.commits)
-	return workflow.Options{Workspace: ws, Backend: w.backend, CheckoutRoot: w.root, Trigger: "merge", RecordUnchanged: true,
+	return workflow.Request{Workspace: ws, Root: w.root, Trigger: "merge", RecordUnchanged: true,
 		Merge:  &workflow.MergeOrder{SHA: sha, MergedAt: time.Now().UTC()},
 		Origin: &model.Origin{SHA: sha, PullRequest: 7, Actor: "octocat", Command: "merge", Repository: &model.Repository{ID: 4242, FullName: "acme/infra"}}}
 }
 
 // executor is a bot's executor, with a client of its own.
 func (w *jobsWorld) executor() *Executor {
-	return &Executor{Client: testenv.Client(w.t), Config: w.cfg, Poll: 500 * time.Millisecond}
+	return &Executor{Client: testenv.Client(w.t), Config: w.cfg, Poll: 500 * time.Millisecond, Store: workflow.StoreConfig{Backend: w.backend}}
 }
 
 // run runs the request in the background, returning where its result comes.
-func (w *jobsWorld) run(ctx context.Context, x *Executor, dir string, opts workflow.Options) <-chan *workflow.StackResult {
+func (w *jobsWorld) run(ctx context.Context, x *Executor, dir string, opts workflow.Request) <-chan *workflow.StackResult {
 	out := make(chan *workflow.StackResult, 1)
-	go func() { out <- x.RunStack(ctx, workflow.Apply, filepath.Join(w.root, dir), opts) }()
+	req := w.request(dir, opts)
+	go func() { out <- x.Run(ctx, req) }()
 	return out
 }
 
-func (w *jobsWorld) jobName(dir string, opts workflow.Options) string {
+// request is the apply of the stack in dir, with opts.
+func (w *jobsWorld) request(dir string, opts workflow.Request) workflow.Request {
 	w.t.Helper()
-	req, err := workflow.NewRequest(workflow.Apply, filepath.Join(w.root, dir), opts)
+	req, err := opts.For(workflow.Apply, filepath.Join(w.root, dir))
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return jobName(req.ID())
+	return req
+}
+
+func (w *jobsWorld) jobName(dir string, opts workflow.Request) string {
+	return jobName(w.request(dir, opts).ID())
 }
 
 func (w *jobsWorld) job(name string) *batchv1.Job {
