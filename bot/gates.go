@@ -11,15 +11,19 @@ import (
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/workflow"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // mergeableWait is how the bot waits for GitHub to compute whether a pull
 // request merges (it answers mergeable: null until then, and starts only
 // when the pull request is read): a second, then doubling up to 8 s, for at
-// most half a minute.
-func mergeableWait() githubapi.Backoff {
-	return githubapi.Backoff{First: time.Second, Max: 8 * time.Second, Total: 30 * time.Second}
+// most mergeableWithin.
+func mergeableWait() wait.Backoff {
+	// Steps only has to outlast the doubling: reaching Cap ends it.
+	return wait.Backoff{Duration: time.Second, Factor: 2, Cap: 8 * time.Second, Steps: 10}
 }
+
+const mergeableWithin = 30 * time.Second
 
 // acceptableStates are the mergeable_state values KUSIONPR_MERGEABLE_STATES
 // may name: clean, and the two that merge as well but say more (a
@@ -106,7 +110,7 @@ func (b *Bot) applyRefusal(ctx context.Context, c *command, pr *githubapi.PullRe
 	}
 	if b.cfg.RequireMergeable {
 		if !pr.Computed() {
-			now, err := gh.WaitMergeable(ctx, pr.Number, mergeableWait())
+			now, err := gh.WaitMergeable(ctx, pr.Number, mergeableWait(), mergeableWithin)
 			if err != nil {
 				return mdsafe.Code(err.Error())
 			}
@@ -162,10 +166,10 @@ func (b *Bot) mergeRefusal(pr *githubapi.PullRequestDetail) string {
 		return "the pull request is a draft: mark it ready for review first"
 	case "unknown":
 		// GitHub answers null while it computes, in the background, and the
-		// bot asked until mergeableWait's bound: name what it last said.
+		// bot asked until mergeableWithin: name what it last said.
 		gave := cmp.Or(pr.MergeableState, "null")
 		return fmt.Sprintf("GitHub has not computed mergeability yet (after %s it still answered mergeable null, mergeable_state %s); comment %s again in a minute",
-			mergeableWait().Total, mdsafe.Code(gave), mdsafe.Code("/kusion apply"))
+			mergeableWithin, mdsafe.Code(gave), mdsafe.Code("/kusion apply"))
 	case "unstable":
 		return "a check of the head failed (mergeable_state unstable, which KUSIONPR_MERGEABLE_STATES does not accept)"
 	case "has_hooks":
