@@ -129,3 +129,52 @@ func TestTransientErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRetry: a transient error is tried 4 times with pauses growing from
+// 100 ms, anything else once; the store's last error comes back, not the
+// wait's, and an ended context stops the pauses.
+func TestRetry(t *testing.T) {
+	throttled := &url.Error{Op: "Get", URL: "http://127.0.0.1:1", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
+	permanent := errors.New("access denied")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name      string
+		ctx       context.Context
+		fails     []error // what each try returns, then success
+		wantTries int
+		wantErr   error
+		minTime   time.Duration
+	}{
+		{name: "success at once", ctx: context.Background(), wantTries: 1},
+		{name: "a transient error is tried again", ctx: context.Background(), fails: []error{throttled, throttled}, wantTries: 3, minTime: 300 * time.Millisecond},
+		{name: "4 tries at most", ctx: context.Background(), fails: []error{throttled, throttled, throttled, throttled, throttled}, wantTries: 4, wantErr: throttled, minTime: 700 * time.Millisecond},
+		{name: "another error is not", ctx: context.Background(), fails: []error{permanent}, wantTries: 1, wantErr: permanent},
+		{name: "an ended context tries nothing", ctx: ended, wantTries: 0, wantErr: context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tries, start := 0, time.Now()
+			err := retry(tc.ctx, func() error {
+				tries++
+				if tries <= len(tc.fails) {
+					return tc.fails[tries-1]
+				}
+				return nil
+			})
+			if tries != tc.wantTries || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Errorf("%d tries, %v; want %d, %v", tries, err, tc.wantTries, tc.wantErr)
+			}
+			if took := time.Since(start); took < tc.minTime || took > 3*time.Second {
+				t.Errorf("took %s, want at least %s and well under 3 s", took, tc.minTime)
+			}
+		})
+	}
+
+	// A context ending during a pause returns the store's error at once.
+	ctx, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer stop()
+	start := time.Now()
+	if err := retry(ctx, func() error { return throttled }); err != throttled || time.Since(start) > time.Second {
+		t.Errorf("ended in a pause: %v after %s, want the store's error at once", err, time.Since(start))
+	}
+}

@@ -18,10 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	mrand "math/rand/v2"
-
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // objects is the handful of bucket operations the Store uses. It exists so
@@ -115,16 +114,17 @@ func (o bucketObjects) list(ctx context.Context, prefix string) ([]string, error
 	for {
 		var page []*blob.ListObject
 		var next []byte
-		err := retry(ctx, func() (err error) {
+		listPage := func() (err error) {
 			page, next, err = o.b.ListPage(ctx, token, 1000, opts)
 			return err
-		})
-		for try := 1; gcerrors.Code(err) == gcerrors.NotFound && try < 4; try++ {
+		}
+		err := retry(ctx, listPage)
+		if notFound(err) {
 			// A folder listed while another runner writes: fileblob reads
 			// the names, then each file's attributes, and a temporary
-			// file renamed in between fails the whole page. Listed again,
-			// it is the release it became.
-			page, next, err = o.b.ListPage(ctx, token, 1000, opts)
+			// file renamed in between fails the whole page. Listed again
+			// at once (3 more times at most), it is the release it became.
+			err = retryWhile(ctx, wait.Backoff{Steps: 3}, notFound, listPage)
 		}
 		if err != nil {
 			return nil, err
@@ -276,24 +276,31 @@ func refusedCreate(err error) bool {
 }
 
 // retry runs op again after errors a store calls transient (throttling,
-// unavailability, a server error), with exponential backoff and jitter:
-// 4 tries over about 1.5 seconds. Anything else, or ctx ending, returns at once.
+// unavailability, a server error): 4 tries over about 1.5 seconds, each
+// pause twice the last from 100 ms, plus up to half of it at random so that
+// runners throttled together do not come back together. Anything else, or
+// ctx ending, returns at once.
 func retry(ctx context.Context, op func() error) error {
-	delay := 100 * time.Millisecond
-	for try := 1; ; try++ {
-		err := op()
-		if err == nil || try == 4 || !transient(err) {
-			return err
-		}
-		jitter := time.Duration(mrand.Int64N(int64(delay) / 2))
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(delay + jitter):
-		}
-		delay *= 2
-	}
+	return retryWhile(ctx, wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 4}, transient, op)
 }
+
+// retryWhile runs op, pausing as b says, while it fails with an error again
+// accepts, for b.Steps tries at most. It returns op's last error, not the
+// wait's: the store's error says what failed. Only a ctx ended before the
+// first try returns ctx's.
+func retryWhile(ctx context.Context, b wait.Backoff, again func(error) bool, op func() error) error {
+	var err error
+	waited := wait.ExponentialBackoffWithContext(ctx, b, func(context.Context) (bool, error) {
+		err = op()
+		return err == nil || !again(err), nil
+	})
+	if err == nil {
+		return waited
+	}
+	return err
+}
+
+func notFound(err error) bool { return gcerrors.Code(err) == gcerrors.NotFound }
 
 // transient: throttled, a server error, or the connection failed on the way
 // (gocloud calls those Unknown; a net.Error says which they are).

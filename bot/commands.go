@@ -16,6 +16,7 @@ import (
 	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/workflow"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // gitHub is what the bot's commands ask of GitHub through one
@@ -27,7 +28,7 @@ type gitHub interface {
 	Reply(ctx context.Context, issue int, body string) error
 	Permission(ctx context.Context, user string) (githubapi.Access, error)
 	PullRequestDetail(ctx context.Context, number int) (*githubapi.PullRequestDetail, error)
-	WaitMergeable(ctx context.Context, number int, b githubapi.Backoff) (*githubapi.PullRequestDetail, error)
+	WaitMergeable(ctx context.Context, number int, b wait.Backoff, within time.Duration) (*githubapi.PullRequestDetail, error)
 	Approvals(ctx context.Context, number int, author, pusher, headSHA string) ([]githubapi.Approval, error)
 	Pusher(ctx context.Context, branch, sha string) (string, error)
 	ChecksGreen(ctx context.Context, sha string, own githubapi.Own) (bool, []string, error)

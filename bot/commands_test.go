@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kusionpr/kusionpr/chatops"
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/workflow"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // fakeGitHub answers the bot's commands as one installation of GitHub
@@ -70,7 +72,7 @@ func (f *fakeGitHub) PullRequestDetail(context.Context, int) (*githubapi.PullReq
 	return &pr, nil
 }
 
-func (f *fakeGitHub) WaitMergeable(ctx context.Context, n int, _ githubapi.Backoff) (*githubapi.PullRequestDetail, error) {
+func (f *fakeGitHub) WaitMergeable(ctx context.Context, n int, _ wait.Backoff, _ time.Duration) (*githubapi.PullRequestDetail, error) {
 	return f.PullRequestDetail(ctx, n)
 }
 

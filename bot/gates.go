@@ -11,15 +11,19 @@ import (
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/workflow"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // mergeableWait is how the bot waits for GitHub to compute whether a pull
 // request merges (it answers mergeable: null until then, and starts only
 // when the pull request is read): a second, then doubling up to 8 s, for at
-// most half a minute.
-func mergeableWait() githubapi.Backoff {
-	return githubapi.Backoff{First: time.Second, Max: 8 * time.Second, Total: 30 * time.Second}
+// most mergeableWithin.
+func mergeableWait() wait.Backoff {
+	// Steps only has to outlast the doubling: reaching Cap ends it.
+	return wait.Backoff{Duration: time.Second, Factor: 2, Cap: 8 * time.Second, Steps: 10}
 }
+
+const mergeableWithin = 30 * time.Second
 
 // acceptableStates are the mergeable_state values KUSIONPR_MERGEABLE_STATES
 // may name: clean, and the two that merge as well but say more (a
@@ -55,7 +59,6 @@ func list(v string) []string {
 // The reasons are for the person who asked: what stops the apply and what
 // to do about it.
 func (b *Bot) applyRefusal(ctx context.Context, c *command, pr *githubapi.PullRequestDetail) string {
-	gh := c.gh
 	switch {
 	case !workflow.DecideFork(&pr.PullRequest, false, false).MayApply:
 		return "pull requests from forks are never applied"
@@ -69,44 +72,13 @@ func (b *Bot) applyRefusal(ctx context.Context, c *command, pr *githubapi.PullRe
 			mdsafe.Code(pr.BaseRef), workflow.ApplyBranchesText(c.j.defaultBranch, b.cfg.ApplyBranches))
 	}
 	if b.cfg.RequireApproval {
-		pusher := ""
-		if b.cfg.RequireLastPushApproval {
-			// GitHub's "approval of the most recent reviewable push":
-			// whoever pushed the head, onto anyone's pull request, does
-			// not approve it.
-			var err error
-			if pusher, err = gh.Pusher(ctx, pr.HeadRef, pr.HeadSHA); err != nil {
-				return "who pushed its head could not be told (KUSIONPR_REQUIRE_LAST_PUSH_APPROVAL): " + mdsafe.Code(err.Error())
-			}
-		}
-		approvals, err := gh.Approvals(ctx, pr.Number, pr.Author, pusher, pr.HeadSHA)
-		if err != nil {
-			return "the reviews could not be read: " + mdsafe.Code(err.Error())
-		}
-		var ignored []string
-		counted := false
-		for _, a := range approvals {
-			if a.Why == "" {
-				counted = true
-				continue
-			}
-			// A login in a code span: named, not mentioned.
-			ignored = append(ignored, mdsafe.Code(a.User)+" "+a.Why)
-		}
-		if !counted {
-			reason := fmt.Sprintf("it needs an approval of its head %s by someone with write access other than its author", short(pr.HeadSHA))
-			if pusher != "" {
-				reason += " and " + mdsafe.Code(pusher) + ", who pushed it"
-			}
-			if len(ignored) > 0 {
-				reason += "; not counted: " + strings.Join(ignored, "; ")
-			}
+		if reason := b.approvalRefusal(ctx, c.gh, pr); reason != "" {
 			return reason
 		}
 	}
 	if b.cfg.RequireMergeable {
 		if !pr.Computed() {
-			now, err := gh.WaitMergeable(ctx, pr.Number, mergeableWait())
+			now, err := c.gh.WaitMergeable(ctx, pr.Number, mergeableWait(), mergeableWithin)
 			if err != nil {
 				return mdsafe.Code(err.Error())
 			}
@@ -120,24 +92,66 @@ func (b *Bot) applyRefusal(ctx context.Context, c *command, pr *githubapi.PullRe
 		}
 	}
 	if b.cfg.RequireChecks {
-		login, err := b.login(ctx)
-		if err != nil {
-			return "the checks could not be read: " + mdsafe.Code(err.Error())
-		}
-		ok, failing, err := gh.ChecksGreen(ctx, pr.HeadSHA, githubapi.Own{AppID: b.cfg.AppID, Login: login})
-		if err != nil {
-			return "the checks could not be read: " + mdsafe.Code(err.Error())
-		}
-		if !ok {
-			// Anyone who can run a workflow names check runs.
-			names := make([]string, len(failing))
-			for i, n := range failing {
-				names[i] = mdsafe.Code(n)
-			}
-			return "checks of the head are not green: " + strings.Join(names, ", ")
-		}
+		return b.checksRefusal(ctx, c.gh, pr)
 	}
 	return ""
+}
+
+// approvalRefusal says why the pull request's head lacks an approval that
+// counts; "" when it has one.
+func (b *Bot) approvalRefusal(ctx context.Context, gh gitHub, pr *githubapi.PullRequestDetail) string {
+	pusher := ""
+	if b.cfg.RequireLastPushApproval {
+		// GitHub's "approval of the most recent reviewable push":
+		// whoever pushed the head, onto anyone's pull request, does
+		// not approve it.
+		var err error
+		if pusher, err = gh.Pusher(ctx, pr.HeadRef, pr.HeadSHA); err != nil {
+			return "who pushed its head could not be told (KUSIONPR_REQUIRE_LAST_PUSH_APPROVAL): " + mdsafe.Code(err.Error())
+		}
+	}
+	approvals, err := gh.Approvals(ctx, pr.Number, pr.Author, pusher, pr.HeadSHA)
+	if err != nil {
+		return "the reviews could not be read: " + mdsafe.Code(err.Error())
+	}
+	var ignored []string
+	for _, a := range approvals {
+		if a.Why == "" {
+			return ""
+		}
+		// A login in a code span: named, not mentioned.
+		ignored = append(ignored, mdsafe.Code(a.User)+" "+a.Why)
+	}
+	reason := fmt.Sprintf("it needs an approval of its head %s by someone with write access other than its author", short(pr.HeadSHA))
+	if pusher != "" {
+		reason += " and " + mdsafe.Code(pusher) + ", who pushed it"
+	}
+	if len(ignored) > 0 {
+		reason += "; not counted: " + strings.Join(ignored, "; ")
+	}
+	return reason
+}
+
+// checksRefusal says which checks of the head, other than the bot's own,
+// are not green; "" when all are.
+func (b *Bot) checksRefusal(ctx context.Context, gh gitHub, pr *githubapi.PullRequestDetail) string {
+	login, err := b.login(ctx)
+	if err != nil {
+		return "the checks could not be read: " + mdsafe.Code(err.Error())
+	}
+	ok, failing, err := gh.ChecksGreen(ctx, pr.HeadSHA, githubapi.Own{AppID: b.cfg.AppID, Login: login})
+	if err != nil {
+		return "the checks could not be read: " + mdsafe.Code(err.Error())
+	}
+	if ok {
+		return ""
+	}
+	// Anyone who can run a workflow names check runs.
+	names := make([]string, len(failing))
+	for i, n := range failing {
+		names[i] = mdsafe.Code(n)
+	}
+	return "checks of the head are not green: " + strings.Join(names, ", ")
 }
 
 // mergeRefusal says why a pull request's mergeable_state stops an apply
@@ -162,10 +176,10 @@ func (b *Bot) mergeRefusal(pr *githubapi.PullRequestDetail) string {
 		return "the pull request is a draft: mark it ready for review first"
 	case "unknown":
 		// GitHub answers null while it computes, in the background, and the
-		// bot asked until mergeableWait's bound: name what it last said.
+		// bot asked until mergeableWithin: name what it last said.
 		gave := cmp.Or(pr.MergeableState, "null")
 		return fmt.Sprintf("GitHub has not computed mergeability yet (after %s it still answered mergeable null, mergeable_state %s); comment %s again in a minute",
-			mergeableWait().Total, mdsafe.Code(gave), mdsafe.Code("/kusion apply"))
+			mergeableWithin, mdsafe.Code(gave), mdsafe.Code("/kusion apply"))
 	case "unstable":
 		return "a check of the head failed (mergeable_state unstable, which KUSIONPR_MERGEABLE_STATES does not accept)"
 	case "has_hooks":

@@ -3,10 +3,10 @@ package bot
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,76 +16,6 @@ import (
 	"github.com/kusionpr/kusionpr/webhook"
 	"github.com/kusionpr/kusionpr/workflow"
 )
-
-// event is the part of GitHub's pull_request and issue_comment payloads the
-// bot reads.
-type event struct {
-	Action string `json:"action"`
-	// The pull request of a pull_request event is read as the action
-	// reads its event file (githubapi.ParseEvent).
-	Issue *struct {
-		Number      int       `json:"number"`
-		PullRequest *struct{} `json:"pull_request"`
-		Labels      []struct {
-			Name string `json:"name"`
-		} `json:"labels"`
-	} `json:"issue"`
-	Comment *struct {
-		ID   int64  `json:"id"`
-		Body string `json:"body"`
-		User user   `json:"user"`
-	} `json:"comment"`
-	Repository struct {
-		ID            int64  `json:"id"`
-		FullName      string `json:"full_name"`
-		Name          string `json:"name"`
-		Owner         user   `json:"owner"`
-		DefaultBranch string `json:"default_branch"`
-	} `json:"repository"`
-	Installation *struct {
-		ID int64 `json:"id"`
-	} `json:"installation"`
-	// CheckRun and RequestedAction are a press of a check run's button
-	// (check_run requested_action): the check run is the bot's own, as
-	// GitHub sends the press to the App that made it.
-	CheckRun *struct {
-		Name         string `json:"name"`
-		HeadSHA      string `json:"head_sha"`
-		PullRequests []struct {
-			Number int `json:"number"`
-		} `json:"pull_requests"`
-	} `json:"check_run"`
-	RequestedAction *struct {
-		Identifier string `json:"identifier"`
-	} `json:"requested_action"`
-	// MergeGroup is a merge queue's group of a merge_group event: the
-	// commit to check and the base branch's it was made on.
-	MergeGroup *struct {
-		HeadSHA string `json:"head_sha"`
-		BaseSHA string `json:"base_sha"`
-		BaseRef string `json:"base_ref"`
-	} `json:"merge_group"`
-	// Reason is why a merge_group was destroyed: merged, dequeued or
-	// invalidated.
-	Reason string `json:"reason"`
-	Sender user   `json:"sender"`
-}
-
-// driftIssue says whether the comment is on an issue labelled as a drift
-// issue (the bot checks it is one of its own before acting on it).
-func (ev *event) driftIssue() bool {
-	for _, l := range ev.Issue.Labels {
-		if l.Name == workflow.DriftLabel {
-			return true
-		}
-	}
-	return false
-}
-
-type user struct {
-	Login string `json:"login"`
-	Type  string `json:"type"`
-}
 
 // job is one unit of work taken from a webhook.
 type job struct {
@@ -134,51 +64,79 @@ func handledEvent(event string) bool {
 // Recover applies one, quietly skipped if found done (Recover, at start,
 // may have applied it).
 func (b *Bot) dispatch(d *webhook.Delivery, redelivered bool) (string, error) {
-	if !handledEvent(d.Event) {
+	if !handledEvent(d.Event) || (d.Event == "workflow_run" && b.actions == nil) {
+		// News of workflow runs is for the executor that follows them.
 		return "ignored", nil
 	}
+	ev, err := githubapi.ParseEvent(d.Event, d.Body)
+	if err != nil {
+		return "", fmt.Errorf("malformed payload: %w", err)
+	}
 	if d.Event == "workflow_run" {
-		return b.workflowRun(d)
+		return b.workflowRun(ev)
 	}
-	var ev event
-	if err := json.Unmarshal(d.Body, &ev); err != nil {
-		return "", fmt.Errorf("malformed %s payload: %v", d.Event, err)
-	}
-	if ev.Installation == nil || ev.Repository.FullName == "" {
+	if ev.Installation == 0 || ev.Repository.FullName == "" {
 		return "", fmt.Errorf("%s payload without installation or repository", d.Event)
 	}
 	if !b.cfg.allowed(ev.Repository.FullName) {
 		b.log.Info("repository not allowed", "repository", ev.Repository.FullName)
 		return "ignored", nil
 	}
-	var pr *githubapi.PullRequest
-	if d.Event == "pull_request" {
-		parsed, err := githubapi.ParseEvent(d.Event, d.Body)
-		if err != nil {
-			return "", fmt.Errorf("malformed %s payload: %v", d.Event, err)
-		}
-		pr = parsed.PullRequest
-	}
-	j := job{installation: ev.Installation.ID, owner: ev.Repository.Owner.Login, repo: ev.Repository.Name, repoID: ev.Repository.ID,
+	j := job{installation: ev.Installation, owner: ev.Repository.Owner, repo: ev.Repository.Name, repoID: ev.Repository.ID,
 		defaultBranch: ev.Repository.DefaultBranch}
+	// Each reads its event into j: "" queues it, anything else is the
+	// outcome.
+	var outcome string
+	switch d.Event {
+	case "pull_request":
+		outcome = b.pullRequestJob(ev, &j, redelivered)
+	case "merge_group":
+		outcome, err = b.mergeGroupJob(ev, &j)
+	case "check_run":
+		outcome, err = checkRunJob(ev, &j)
+	case "issue_comment":
+		outcome = b.commentJob(ev, &j)
+	}
+	if outcome != "" || err != nil {
+		return outcome, err
+	}
+	if !b.enqueue(j) {
+		return "coalesced", nil
+	}
+	return "accepted", nil
+}
+
+// pullRequestJob applies a merge into a branch that applies.
+func (b *Bot) pullRequestJob(ev *githubapi.Event, j *job, redelivered bool) string {
+	pr := ev.PullRequest
+	if ev.Action != "closed" || pr == nil || !pr.Merged {
+		return "ignored"
+	}
+	if !b.cfg.appliesFrom(pr.BaseRef, ev.Repository.DefaultBranch) {
+		// What is deployed follows the default branch (or those
+		// KUSIONPR_APPLY_BRANCHES names); a merge into another
+		// branch is not a release.
+		b.log.Info("merge into a branch that does not apply ignored (KUSIONPR_APPLY_BRANCHES)", "repository", ev.Repository.FullName,
+			"pullRequest", pr.Number, "base", pr.BaseRef)
+		return "ignored"
+	}
+	j.number, j.sha, j.afterMerge, j.mergedAt, j.recovering = pr.Number, pr.MergeCommitSHA, true, pr.MergedAt, redelivered
+	j.command = chatops.Command{Verb: chatops.Apply}
+	j.actor = cmp.Or(pr.MergedBy, ev.Sender.Login)
+	return ""
+}
+
+// mergeGroupJob previews (or applies) a merge queue's group when the
+// queue asks for its checks, and stops the wait of one GitHub destroyed.
+func (b *Bot) mergeGroupJob(ev *githubapi.Event, j *job) (string, error) {
+	g := ev.MergeGroup
 	switch {
-	case d.Event == "pull_request" && ev.Action == "closed" && pr != nil && pr.Merged:
-		if !b.cfg.appliesFrom(pr.BaseRef, ev.Repository.DefaultBranch) {
-			// What is deployed follows the default branch (or those
-			// KUSIONPR_APPLY_BRANCHES names); a merge into another
-			// branch is not a release.
-			b.log.Info("merge into a branch that does not apply ignored (KUSIONPR_APPLY_BRANCHES)", "repository", ev.Repository.FullName,
-				"pullRequest", pr.Number, "base", pr.BaseRef)
-			return "ignored", nil
-		}
-		j.number, j.sha, j.afterMerge, j.mergedAt, j.recovering = pr.Number, pr.MergeCommitSHA, true, pr.MergedAt, redelivered
-		j.command = chatops.Command{Verb: chatops.Apply}
-		j.actor = cmp.Or(pr.MergedBy, ev.Sender.Login)
-	case d.Event == "merge_group" && ev.Action == "checks_requested" && ev.MergeGroup != nil:
+	case g == nil:
+		return "ignored", nil
+	case ev.Action == "checks_requested":
 		// A merge queue asks for the checks of a group: the commit that
 		// lands if they pass. Previewed as the default branch would be
 		// after it (see SECURITY.md), with a check run on it.
-		g := ev.MergeGroup
 		if !fullSHA.MatchString(g.HeadSHA) || !fullSHA.MatchString(g.BaseSHA) {
 			return "", fmt.Errorf("merge_group payload: head_sha and base_sha must be commits")
 		}
@@ -189,79 +147,77 @@ func (b *Bot) dispatch(d *webhook.Delivery, redelivered bool) (string, error) {
 			// merges: a queue into another branch is previewed only.
 			j.command.Verb = chatops.Apply
 		}
-	case d.Event == "merge_group" && ev.Action == "destroyed" && ev.MergeGroup != nil:
+		return "", nil
+	case ev.Action == "destroyed":
 		// Merged, dequeued, or invalidated by a group ahead leaving the
 		// queue: a group still waiting for the group ahead stops.
-		if b.stopGroup(ev.Repository.FullName, ev.MergeGroup.HeadSHA, ev.Reason) {
+		if b.stopGroup(ev.Repository.FullName, g.HeadSHA, g.Reason) {
 			return "accepted", nil
 		}
-		return "ignored", nil
-	case d.Event == "check_run" && ev.Action == "requested_action" && ev.CheckRun != nil && ev.RequestedAction != nil:
-		// The Apply button of a preview's check run: /kusion apply of its
-		// stack (every stack, on the overview) from whoever pressed it,
-		// with the same authorisation, at the commit the check run is on.
-		cr := ev.CheckRun
-		if ev.RequestedAction.Identifier != workflow.ApplyActionID || len(cr.PullRequests) == 0 {
-			return "ignored", nil
-		}
-		cmd := chatops.Command{Verb: chatops.Apply}
-		stack, ok := workflow.PreviewCheckStack(cr.Name)
-		if !ok {
-			return "ignored", nil
-		}
-		if stack != "" {
-			cmd.Stacks = []string{stack}
-		}
-		if !fullSHA.MatchString(cr.HeadSHA) {
-			return "", fmt.Errorf("check_run payload: head_sha must be a commit")
-		}
-		j.number, j.command, j.actor, j.pressedAt = cr.PullRequests[0].Number, cmd, ev.Sender.Login, cr.HeadSHA
-	case d.Event == "issue_comment" && ev.Action == "created" && ev.Issue != nil && ev.Comment != nil && (ev.Issue.PullRequest != nil || ev.driftIssue()):
-		if ev.Comment.User.Type == "Bot" || strings.HasSuffix(ev.Comment.User.Login, "[bot]") {
-			return "ignored", nil
-		}
-		cmd, ok := chatops.Parse(ev.Comment.Body)
-		if !ok {
-			return "ignored", nil
-		}
-		j.number, j.command, j.commentID, j.actor = ev.Issue.Number, cmd, ev.Comment.ID, ev.Comment.User.Login
-		j.driftIssue = ev.Issue.PullRequest == nil
-		// One command per comment, whatever delivery brought it: a
-		// signed body replayed under a fresh delivery id is the same
-		// comment. The id is GitHub's, so the key is fixed in size.
-		if b.commands.Seen(fmt.Sprintf("%d/%d", ev.Installation.ID, ev.Comment.ID)) {
-			return "duplicate", nil
-		}
-	default:
+	}
+	return "ignored", nil
+}
+
+// checkRunJob reads a press of the Apply button of a preview's check run:
+// /kusion apply of its stack (every stack, on the overview) from whoever
+// pressed it, with the same authorisation, at the commit the check run is
+// on.
+func checkRunJob(ev *githubapi.Event, j *job) (string, error) {
+	cr := ev.CheckRun
+	if ev.Action != "requested_action" || cr == nil || cr.RequestedAction != workflow.ApplyActionID || len(cr.PullRequests) == 0 {
 		return "ignored", nil
 	}
-	if !b.enqueue(j) {
-		return "coalesced", nil
+	stack, ok := workflow.PreviewCheckStack(cr.Name)
+	if !ok {
+		return "ignored", nil
 	}
-	return "accepted", nil
+	cmd := chatops.Command{Verb: chatops.Apply}
+	if stack != "" {
+		cmd.Stacks = []string{stack}
+	}
+	if !fullSHA.MatchString(cr.HeadSHA) {
+		return "", fmt.Errorf("check_run payload: head_sha must be a commit")
+	}
+	j.number, j.command, j.actor, j.pressedAt = cr.PullRequests[0], cmd, ev.Sender.Login, cr.HeadSHA
+	return "", nil
+}
+
+// commentJob reads a command in a new comment on a pull request or on a
+// drift issue; a comment delivered again is a "duplicate".
+func (b *Bot) commentJob(ev *githubapi.Event, j *job) string {
+	is, c := ev.Issue, ev.Comment
+	if ev.Action != "created" || is == nil || c == nil {
+		return "ignored"
+	}
+	drift := !is.PullRequest && slices.Contains(is.Labels, workflow.DriftLabel)
+	if !is.PullRequest && !drift {
+		return "ignored"
+	}
+	if c.AuthorType == "Bot" || strings.HasSuffix(c.Author.Login, "[bot]") {
+		return "ignored"
+	}
+	cmd, ok := chatops.Parse(c.Body)
+	if !ok {
+		return "ignored"
+	}
+	j.number, j.command, j.commentID, j.actor = is.Number, cmd, c.ID, c.Author.Login
+	// The bot checks a drift issue is one of its own before acting on it.
+	j.driftIssue = drift
+	// One command per comment, whatever delivery brought it: a signed
+	// body replayed under a fresh delivery id is the same comment. The
+	// id is GitHub's, so the key is fixed in size.
+	if b.commands.Seen(fmt.Sprintf("%d/%d", ev.Installation, c.ID)) {
+		return "duplicate"
+	}
+	return ""
 }
 
 // workflowRun hands news of a workflow run to the executor that follows
 // it (github-actions): no job is queued, the executor's wait reads the
 // run now instead of at its next poll.
-func (b *Bot) workflowRun(d *webhook.Delivery) (string, error) {
-	if b.actions == nil {
-		return "ignored", nil
-	}
-	var ev struct {
-		WorkflowRun *struct {
-			Name         string `json:"name"`
-			DisplayTitle string `json:"display_title"`
-		} `json:"workflow_run"`
-		Repository struct {
-			FullName string `json:"full_name"`
-		} `json:"repository"`
-	}
-	if err := json.Unmarshal(d.Body, &ev); err != nil {
-		return "", fmt.Errorf("malformed %s payload: %v", d.Event, err)
-	}
+func (b *Bot) workflowRun(ev *githubapi.Event) (string, error) {
 	if ev.WorkflowRun == nil || ev.Repository.FullName == "" {
-		return "", fmt.Errorf("%s payload without workflow_run or repository", d.Event)
+		return "", fmt.Errorf("%s payload without workflow_run or repository", ev.Name)
 	}
 	if !b.cfg.allowed(ev.Repository.FullName) {
 		return "ignored", nil

@@ -10,6 +10,7 @@ import (
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/workflow"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // A merge queue tests each queued pull request on a group: a commit made of
@@ -128,7 +129,9 @@ func (b *Bot) waitGroupAhead(ctx context.Context, c *command) string {
 	}
 	base := c.j.queueBase
 	deadline := time.Now().Add(b.cfg.QueueWait)
-	wait := time.Second
+	// A group lands within minutes of its check: the pauses are short,
+	// and the reads stay far below an installation's rate limit.
+	pace := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 10 * time.Second, Steps: 10}
 	for {
 		landed, err := gh.Contains(ctx, c.j.queueBranch, base)
 		if err != nil {
@@ -148,21 +151,21 @@ func (b *Bot) waitGroupAhead(ctx context.Context, c *command) string {
 			return fmt.Sprintf("nothing of this group was applied: the group ahead of it in the merge queue (%s) did not pass %s (%s: %s), and this group holds its changes",
 				short(base), mdsafe.Code(workflow.PreviewCheck), mdsafe.Plain(ahead.Conclusion), mdsafe.Plain(ahead.Title))
 		}
-		if time.Now().Add(wait).After(deadline) {
+		// Checked before the pause, not set on ctx: a read is not cut
+		// short, and no pause is spent that the bound would end.
+		pause := pace.Step()
+		if time.Now().Add(pause).After(deadline) {
 			return fmt.Sprintf("nothing of this group was applied: the group ahead of it in the merge queue (%s) neither landed nor passed %s within %s (the bot's KUSIONPR_QUEUE_WAIT)",
 				short(base), mdsafe.Code(workflow.PreviewCheck), b.cfg.QueueWait)
 		}
-		c.log.Info("waiting for the group ahead in the merge queue", "ahead", base, "wait", wait)
-		t := time.NewTimer(wait)
+		c.log.Info("waiting for the group ahead in the merge queue", "ahead", base, "wait", pause)
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return "nothing of this group was applied: the bot stopped while it waited for the group ahead (" + short(base) + ")"
 		case <-t.C:
 		}
-		// A group lands within minutes of its check: the wait is short,
-		// and its reads stay far below an installation's rate limit.
-		wait = min(2*wait, 10*time.Second)
 	}
 }
 

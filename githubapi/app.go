@@ -169,10 +169,14 @@ func (a *App) Installations(ctx context.Context) ([]int64, error) {
 	return ids, err
 }
 
-// Repository is a repository an installation reaches.
+// Repository is a repository an installation reaches, or an event
+// happened in.
 type Repository struct {
-	ID                         int64
-	Owner, Name, DefaultBranch string
+	ID          int64
+	Owner, Name string
+	// FullName is owner/name as GitHub writes it.
+	FullName      string
+	DefaultBranch string
 }
 
 // Repositories lists the repositories an installation reaches.
@@ -192,7 +196,7 @@ func (a *App) Repositories(ctx context.Context, installationID int64) ([]Reposit
 			return nil, false, fmt.Errorf("repositories of installation %d: %w", installationID, err)
 		}
 		for _, r := range list.Repositories {
-			out = append(out, Repository{ID: r.GetID(), Owner: r.GetOwner().GetLogin(), Name: r.GetName(), DefaultBranch: r.GetDefaultBranch()})
+			out = append(out, Repository{ID: r.GetID(), Owner: r.GetOwner().GetLogin(), Name: r.GetName(), FullName: r.GetFullName(), DefaultBranch: r.GetDefaultBranch()})
 		}
 		return resp, false, nil
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Access is a user's permission on the repository, as GitHub's
@@ -185,33 +186,29 @@ func (c *Client) PullRequestDetail(ctx context.Context, number int) (*PullReques
 	}, nil
 }
 
-// Backoff is how long to wait between reads of a value GitHub computes in
-// the background: First, doubled each time up to Max, for at most Total.
-type Backoff struct {
-	First, Max, Total time.Duration
-}
-
 // WaitMergeable reads the pull request until GitHub has computed its
-// mergeability, waiting as b says between reads. Past b.Total, or when ctx
-// ends, it returns the last read, not computed; an error only when a read
-// fails.
-func (c *Client) WaitMergeable(ctx context.Context, number int, b Backoff) (*PullRequestDetail, error) {
-	deadline := time.Now().Add(b.Total)
-	wait := b.First
+// mergeability, pausing between reads as b steps. It stops before a pause
+// that would end past within, or when ctx ends, and returns the last read,
+// not computed; an error only when a read fails.
+func (c *Client) WaitMergeable(ctx context.Context, number int, b wait.Backoff, within time.Duration) (*PullRequestDetail, error) {
+	// The bound is checked before each pause, not set on ctx: a deadline
+	// there would cut the last read short after a pause spent for nothing.
+	deadline := time.Now().Add(within)
 	for {
 		d, err := c.PullRequestDetail(ctx, number)
-		if err != nil || d.Computed() || wait <= 0 || time.Now().Add(wait).After(deadline) {
+		if err != nil || d.Computed() {
 			return d, err
 		}
-		t := time.NewTimer(wait)
+		pause := b.Step()
+		if pause <= 0 || time.Now().Add(pause).After(deadline) {
+			return d, nil
+		}
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return d, nil
 		case <-t.C:
-		}
-		if wait *= 2; b.Max > 0 && wait > b.Max {
-			wait = b.Max
 		}
 	}
 }

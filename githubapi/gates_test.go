@@ -12,6 +12,7 @@ import (
 
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/internal/githubfake"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 const (
@@ -135,7 +136,7 @@ func TestWaitMergeable(t *testing.T) {
 	if first.Computed() || first.Mergeable != nil || first.MergeableState != "unknown" {
 		t.Fatalf("first read %+v, want mergeable null", first)
 	}
-	d, err := c.WaitMergeable(ctx, 8, githubapi.Backoff{First: time.Millisecond, Max: 2 * time.Millisecond, Total: time.Minute})
+	d, err := c.WaitMergeable(ctx, 8, wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 2 * time.Millisecond, Steps: 10}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +147,19 @@ func TestWaitMergeable(t *testing.T) {
 	// Never computed within the bound: the last read, not computed.
 	gh.SetMergeableAfter(owner, repo, 8, 1000, "clean")
 	before := reads()
-	d, err = c.WaitMergeable(ctx, 8, githubapi.Backoff{First: time.Millisecond, Max: 4 * time.Millisecond, Total: 20 * time.Millisecond})
+	d, err = c.WaitMergeable(ctx, 8, wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 4 * time.Millisecond, Steps: 10}, 20*time.Millisecond)
 	if err != nil || d.Computed() {
 		t.Errorf("past the bound: %+v, %v; want not computed, no error", d, err)
 	}
 	if reads() == before {
 		t.Error("WaitMergeable did not read the pull request")
+	}
+
+	// A pause that would end past the bound is not begun: one read.
+	before = reads()
+	start := time.Now()
+	if d, err = c.WaitMergeable(ctx, 8, wait.Backoff{Duration: time.Hour}, time.Minute); err != nil || d.Computed() || reads() != before+1 || time.Since(start) > 10*time.Second {
+		t.Errorf("a pause past the bound: %+v, %v after %d reads in %s; want the one read, at once", d, err, reads()-before, time.Since(start))
 	}
 
 	// Cancelling the context ends an hour's wait: the last read comes back.
@@ -163,7 +171,7 @@ func TestWaitMergeable(t *testing.T) {
 	done := make(chan result)
 	before = reads()
 	go func() {
-		d, err := c.WaitMergeable(cctx, 8, githubapi.Backoff{First: time.Hour, Total: 2 * time.Hour})
+		d, err := c.WaitMergeable(cctx, 8, wait.Backoff{Duration: time.Hour}, 2*time.Hour)
 		done <- result{d, err}
 	}()
 	for reads() == before {

@@ -305,7 +305,7 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 			// The rule the bot keeps: a pull request into a branch other
 			// than the default, whose rules and protection a writer sets,
 			// is previewed, never applied.
-			def := ev.DefaultBranch
+			def := ev.Repository.DefaultBranch
 			if !workflow.AppliesFrom(pr.BaseRef, def, nil) {
 				ga.Errorf("%s refused: pull request #%d is into %s, not the default branch %s: a pull request into another branch is previewed, never applied", cmd, pr.Number, pr.BaseRef, def)
 				return 1

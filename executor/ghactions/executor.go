@@ -19,6 +19,7 @@ import (
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/workflow"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // GitHub is what the executor asks of GitHub, for one repository;
@@ -332,16 +333,19 @@ func (f *follow) run(ctx context.Context) (workflow.RequestResult, *githubapi.Wo
 			}
 			return workflow.RequestResult{}, wr, fmt.Errorf("timed out after %s waiting for the workflow run of request %s%s (githubActions.timeout): the run goes on; its result is not reported here", f.x.Config.timeout(), f.id, where)
 		}
-		wait := f.x.Config.poll()
+		// A workflow_run webhook about the request (Heard, on news) ends
+		// the pause early, which wait's own loops cannot: the pause is
+		// only paced by it.
+		pace := wait.Backoff{Duration: f.x.Config.poll()}
 		if len(f.runs) == 0 {
 			// GitHub shows a dispatched run within seconds.
-			wait = min(wait, 2*time.Second)
+			pace.Duration = min(pace.Duration, 2*time.Second)
 		}
 		select {
 		case <-ctx.Done():
 			return workflow.RequestResult{}, f.first(), f.stopped(ctx)
 		case <-news:
-		case <-time.After(wait):
+		case <-time.After(pace.Step()):
 		}
 	}
 }

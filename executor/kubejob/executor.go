@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8swait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
@@ -159,7 +160,10 @@ func (x *Executor) wait(ctx context.Context, w *watcher, store *backend.Store, r
 	if poll <= 0 {
 		poll = 5 * time.Second
 	}
-	tick := time.NewTicker(poll)
+	// The watch wakes the wait when the Job changes; the poll is for what
+	// a watch may miss. wait's own loops have no such wake-up, so its
+	// timer paces this one.
+	tick := k8swait.Backoff{Duration: poll}.Timer()
 	defer tick.Stop()
 	for {
 		cur, err := w.get(ctx, job.Namespace, job.Name)
@@ -197,7 +201,8 @@ func (x *Executor) wait(ctx context.Context, w *watcher, store *backend.Store, r
 		case <-ctx.Done():
 			return workflow.RequestResult{}, fmt.Errorf("stopped waiting for the Job %s/%s (%w): it goes on, and the next run of this request adopts it", job.Namespace, job.Name, ctx.Err())
 		case <-news:
-		case <-tick.C:
+		case <-tick.C():
+			tick.Next()
 		}
 	}
 }
