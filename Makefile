@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := hack/testenv.sh
 
-.PHONY: build test unit testenv testenv-stop demo vet bench bench-scale lint-workflows image
+.PHONY: build test unit testenv testenv-stop demo vet bench bench-scale lint-workflows image diagrams
 
 build:
 	$(GO) build ./...
@@ -47,8 +47,9 @@ test: vet lint-workflows
 testenv:
 	bash $(TESTENV) start
 
-# The action's image from the Dockerfile, offline (see "The image" in the
-# README); needs the test environment's OpenTofu (make testenv).
+# The action's image from the Dockerfile, offline (see "The image under
+# test" in docs/contributing.md); needs the test environment's OpenTofu
+# (make testenv).
 image:
 	bash hack/image.sh build
 
@@ -80,3 +81,16 @@ bench-scale:
 	mkdir -p $(dir $(BENCH_SCALE_OUT))
 	eval "$$(bash $(TESTENV) env)" && set -o pipefail && \
 	  $(GO) test -run '^$$' -bench '^BenchmarkScaleKubernetes$$' -benchtime=$(BENCHTIME) -timeout 120m ./bench/ | $(GO) run ./hack/benchtable -rows scale -json $(BENCH_SCALE_OUT)
+
+# The docs' diagrams: each docs/NAME.dot drawn by Graphviz into
+# docs/NAME.svg, which records the sha256 of the source it was drawn from
+# so that go test ./docs/ finds a picture older than its source without
+# needing Graphviz (apt-get install -y graphviz). Written beside and
+# renamed, so a failed draw leaves the old picture.
+diagrams:
+	@command -v dot >/dev/null || { echo "make diagrams needs Graphviz's dot: apt-get install -y graphviz" >&2; exit 1; }
+	@set -eo pipefail; for src in docs/*.dot; do \
+	  svg=$${src%.dot}.svg; sum=$$(sha256sum "$$src" | cut -d' ' -f1); \
+	  dot -Tsvg "$$src" | sed "1a <!-- drawn by make diagrams from $$(basename "$$src"), source sha256 $$sum -->" >"$$svg.tmp"; \
+	  mv "$$svg.tmp" "$$svg"; echo "$$svg from $$src"; \
+	done

@@ -16,7 +16,7 @@ import (
 	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
-var updateReadme = flag.Bool("update-readme", false, "rewrite the README's table of GitHub requests per push from this run's counts")
+var updateReadme = flag.Bool("update-readme", false, "rewrite docs/many-stacks.md's table of GitHub requests per push from this run's counts")
 
 // pushCount is what one run of the action asked of GitHub.
 type pushCount struct{ writes, all int }
@@ -40,8 +40,8 @@ func count(calls []githubfake.Call, from int) pushCount {
 // first push and of a next one changing every stack again, for 1, 10, 50
 // and 200 touched stacks, a comment and a check run per stack or combined.
 // Combined, 200 stacks stay under GitHub's 80 content-creating requests a
-// minute; the README's table is this test's, and the test fails when they
-// differ (-update-readme rewrites it).
+// minute; docs/many-stacks.md's table is this test's, and the test fails
+// when they differ (-update-readme rewrites it).
 func TestRequestsPerPush(t *testing.T) {
 	kc := testenv.Kubeconfig(t)
 	sizes := []int{1, 10, 50, 200}
@@ -134,7 +134,7 @@ func TestRequestsPerPush(t *testing.T) {
 		fmt.Fprintf(&table, "| %d | %s | %s | %s | %s |\n", n, p[0], p[1], c[0], c[1])
 	}
 	const start, end = "<!-- requests-per-push: TestRequestsPerPush writes this table -->\n", "<!-- requests-per-push end -->"
-	readme := filepath.Join("..", "..", "README.md")
+	readme := filepath.Join("..", "..", "docs", "many-stacks.md")
 	b, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestRequestsPerPush(t *testing.T) {
 	before, rest, ok1 := strings.Cut(string(b), start)
 	old, after, ok2 := strings.Cut(rest, end)
 	if !ok1 || !ok2 {
-		t.Fatalf("README.md has no table between %q and %q", start, end)
+		t.Fatalf("docs/many-stacks.md has no table between %q and %q", start, end)
 	}
 	if *updateReadme {
 		if err := os.WriteFile(readme, []byte(before+start+table.String()+end+after), 0o644); err != nil {
@@ -151,6 +151,6 @@ func TestRequestsPerPush(t *testing.T) {
 		return
 	}
 	if old != table.String() {
-		t.Errorf("README.md's table of requests per push is not what was measured (go test ./cmd/action -run TestRequestsPerPush -update-readme):\n%s", table.String())
+		t.Errorf("docs/many-stacks.md's table of requests per push is not what was measured (go test ./cmd/action -run TestRequestsPerPush -update-readme):\n%s", table.String())
 	}
 }
