@@ -112,10 +112,12 @@ func BotHelp(w io.Writer) {
 // writes it; nothing for a secret or a setting without a default.
 func (s *Setting) helpDefault() string {
 	switch {
-	case s.Secret:
+	case s.Required != "":
+		return " (required)"
+	case s.Secret, s.DefaultDoc == "none":
 		return ""
 	case s.DefaultDoc != "":
-		return " (default: " + s.DefaultDoc + ")"
+		return " (default " + s.DefaultDoc + ")"
 	case s.Default == "":
 		return ""
 	case s.Type == String:

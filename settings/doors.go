@@ -84,8 +84,8 @@ func (s *Setting) flagDefault(command string, getenv func(string) string) string
 // variable it is read from.
 func (s *Setting) flagUsage() string {
 	var more []string
-	if s.Default == "" && s.DefaultDoc != "" {
-		more = append(more, "default: "+s.DefaultDoc)
+	if d := s.DefaultDoc; s.Default == "" && d != "" && d != "none" && d != "all" {
+		more = append(more, "default "+d)
 	}
 	if s.Flag.FromEnv {
 		more = append(more, "env "+s.Var.Name)

@@ -387,8 +387,9 @@ func (v Values) Has(name string) bool {
 	return ok
 }
 
-// Fill sets each field of the struct dst points to that is tagged
-// `setting:"name"` to the setting's value, when the door read it; the
+// Fill sets each field of the struct dst points to (or of a struct it
+// embeds) that is tagged `setting:"name"` to the setting's value, when
+// the door read it; the
 // field's type must hold the setting's: string, bool, int or int64,
 // time.Duration, []string, map[string]string, or for an Object any type
 // JSON decodes into.
@@ -402,6 +403,11 @@ func (v Values) Fill(dst any) error {
 	for i := range rv.NumField() {
 		f := rv.Type().Field(i)
 		name := f.Tag.Get("setting")
+		if name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct {
+			// An embedded struct's fields are the struct's own.
+			errs = append(errs, v.Fill(rv.Field(i).Addr().Interface()))
+			continue
+		}
 		if name == "" {
 			continue
 		}
