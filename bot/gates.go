@@ -39,38 +39,7 @@ func (b *Bot) applyRefusal(ctx context.Context, c *command, pr *githubapi.PullRe
 			mdsafe.Code(pr.BaseRef), workflow.ApplyBranchesText(c.j.defaultBranch, b.cfg.ApplyBranches))
 	}
 	if b.cfg.RequireApproval {
-		pusher := ""
-		if b.cfg.RequireLastPushApproval {
-			// GitHub's "approval of the most recent reviewable push":
-			// whoever pushed the head, onto anyone's pull request, does
-			// not approve it.
-			var err error
-			if pusher, err = gh.Pusher(ctx, pr.HeadRef, pr.HeadSHA); err != nil {
-				return "who pushed its head could not be told (KUSIONPR_REQUIRE_LAST_PUSH_APPROVAL): " + mdsafe.Code(err.Error())
-			}
-		}
-		approvals, err := gh.Approvals(ctx, pr.Number, pr.Author, pusher, pr.HeadSHA)
-		if err != nil {
-			return "the reviews could not be read: " + mdsafe.Code(err.Error())
-		}
-		var ignored []string
-		counted := false
-		for _, a := range approvals {
-			if a.Why == "" {
-				counted = true
-				continue
-			}
-			// A login in a code span: named, not mentioned.
-			ignored = append(ignored, mdsafe.Code(a.User)+" "+a.Why)
-		}
-		if !counted {
-			reason := fmt.Sprintf("it needs an approval of its head %s by someone with write access other than its author", short(pr.HeadSHA))
-			if pusher != "" {
-				reason += " and " + mdsafe.Code(pusher) + ", who pushed it"
-			}
-			if len(ignored) > 0 {
-				reason += "; not counted: " + strings.Join(ignored, "; ")
-			}
+		if reason := b.approvalRefusal(ctx, c, pr); reason != "" {
 			return reason
 		}
 	}
@@ -143,4 +112,44 @@ func (b *Bot) mergeRefusal(pr *githubapi.PullRequestDetail) string {
 	}
 	// A state GitHub may add later: refused, not guessed at.
 	return fmt.Sprintf("its mergeable_state is %q, which KUSIONPR_MERGEABLE_STATES does not accept", state)
+}
+
+// approvalRefusal says what the approvals a pull request needs lack; ""
+// when an approval counts.
+func (b *Bot) approvalRefusal(ctx context.Context, c *command, pr *githubapi.PullRequestDetail) string {
+	pusher := ""
+	if b.cfg.RequireLastPushApproval {
+		// GitHub's "approval of the most recent reviewable push":
+		// whoever pushed the head, onto anyone's pull request, does
+		// not approve it.
+		var err error
+		if pusher, err = c.gh.Pusher(ctx, pr.HeadRef, pr.HeadSHA); err != nil {
+			return "who pushed its head could not be told (KUSIONPR_REQUIRE_LAST_PUSH_APPROVAL): " + mdsafe.Code(err.Error())
+		}
+	}
+	approvals, err := c.gh.Approvals(ctx, pr.Number, pr.Author, pusher, pr.HeadSHA)
+	if err != nil {
+		return "the reviews could not be read: " + mdsafe.Code(err.Error())
+	}
+	var ignored []string
+	counted := false
+	for _, a := range approvals {
+		if a.Why == "" {
+			counted = true
+			continue
+		}
+		// A login in a code span: named, not mentioned.
+		ignored = append(ignored, mdsafe.Code(a.User)+" "+a.Why)
+	}
+	if !counted {
+		reason := fmt.Sprintf("it needs an approval of its head %s by someone with write access other than its author", short(pr.HeadSHA))
+		if pusher != "" {
+			reason += " and " + mdsafe.Code(pusher) + ", who pushed it"
+		}
+		if len(ignored) > 0 {
+			reason += "; not counted: " + strings.Join(ignored, "; ")
+		}
+		return reason
+	}
+	return ""
 }
