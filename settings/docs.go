@@ -80,6 +80,21 @@ func SpliceInputs(actionYML []byte) ([]byte, error) {
 // ones first, in the shape of the flag package's PrintDefaults.
 func BotHelp(w io.Writer) {
 	fmt.Fprintf(w, "variables (the key of the %s file in parentheses; a variable that is set wins):\n", ConfigVar)
+	for _, s := range botSettings() {
+		name := s.Var.Name
+		if name == "" {
+			name = "(file only)"
+		}
+		fmt.Fprintf(w, "  %s %s", name, s.Type)
+		if s.Var.YAML != "" {
+			fmt.Fprintf(w, " (%s)", s.Var.YAML)
+		}
+		fmt.Fprintf(w, "\n    \t%s%s\n", strings.ReplaceAll(s.Help, "\n", "\n    \t"), s.helpDefault())
+	}
+}
+
+// botSettings are the bot's settings, the required ones first.
+func botSettings() []*Setting {
 	var bot []*Setting
 	for _, s := range All() {
 		if s.Var != nil && s.Var.Bot {
@@ -95,17 +110,7 @@ func BotHelp(w io.Writer) {
 		}
 		return 0
 	})
-	for _, s := range bot {
-		name := s.Var.Name
-		if name == "" {
-			name = "(file only)"
-		}
-		fmt.Fprintf(w, "  %s %s", name, s.Type)
-		if s.Var.YAML != "" {
-			fmt.Fprintf(w, " (%s)", s.Var.YAML)
-		}
-		fmt.Fprintf(w, "\n    \t%s%s\n", strings.ReplaceAll(s.Help, "\n", "\n    \t"), s.helpDefault())
-	}
+	return bot
 }
 
 // helpDefault is " (default ...)" after a help line, as PrintDefaults
@@ -193,10 +198,7 @@ func writeBot(b *strings.Builder) {
 	b.WriteString("## The bot's settings\n\n" +
 		"Environment variables, or the same settings under their keys in a YAML file named by `" + ConfigVar + "`; a variable that is set wins, an empty one counts as unset, and a key the bot does not know stops it. `bot --help` lists them. A variable without a key is read from the environment alone; a key without a variable (a structured value) from the file alone.\n\n" +
 		"| variable | key | type | default | meaning | also |\n|---|---|---|---|---|---|\n")
-	for _, s := range All() {
-		if s.Var == nil || !s.Var.Bot {
-			continue
-		}
+	for _, s := range botSettings() {
 		name, key := "—", "—"
 		if s.Var.Name != "" {
 			name = "`" + s.Var.Name + "`"
@@ -204,7 +206,11 @@ func writeBot(b *strings.Builder) {
 		if s.Var.YAML != "" {
 			key = "`" + s.Var.YAML + "`"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", name, key, s.Type, s.docDefault(), mdText(s.Help), s.also(varDoor))
+		typ := s.Type.String()
+		if s.Secret {
+			typ += ", secret"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", name, key, typ, s.docDefault(), mdText(s.Help), s.also(varDoor))
 	}
 	b.WriteString("\n")
 }
@@ -226,10 +232,12 @@ func writeActionEnv(b *strings.Builder) {
 // docDefault is the default as the docs show it.
 func (s *Setting) docDefault() string {
 	switch {
-	case s.Secret:
-		return "none"
+	case s.Required != "":
+		return "required"
 	case s.DefaultDoc != "":
 		return mdText(s.DefaultDoc)
+	case s.Secret:
+		return "none"
 	case s.Default == "":
 		return "none"
 	}
