@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := hack/testenv.sh
 
-.PHONY: build test unit testenv testenv-stop demo vet bench bench-scale lint-workflows image diagrams
+.PHONY: build test unit testenv testenv-stop demo vet bench bench-scale lint-workflows image diagrams settings
 
 build:
 	$(GO) build ./...
@@ -13,6 +13,12 @@ build:
 vet:
 	bash hack/gosteps.sh vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+
+# docs/settings.md and the inputs of action.yml, written from the settings'
+# declarations (settings/table.go); settings.TestGenerated fails until they
+# are.
+settings:
+	$(GO) run ./hack/settingsgen
 
 # actionlint (pinned, built once into the cache) over every workflow file:
 # .github/workflows and the examples in .github/workflow-examples.

@@ -25,36 +25,6 @@ func mergeableWait() wait.Backoff {
 
 const mergeableWithin = 30 * time.Second
 
-// acceptableStates are the mergeable_state values KUSIONPR_MERGEABLE_STATES
-// may name: clean, and the two that merge as well but say more (a
-// non-required check failed; GitHub Enterprise's pre-receive hooks).
-const acceptableStates = "clean, unstable, has_hooks"
-
-func checkMergeableStates(states []string) error {
-	if len(states) == 0 {
-		return fmt.Errorf("KUSIONPR_MERGEABLE_STATES is empty: name the mergeable_state values an apply accepts (%s)", acceptableStates)
-	}
-	for _, s := range states {
-		switch s {
-		case "clean", "unstable", "has_hooks":
-		default:
-			return fmt.Errorf("KUSIONPR_MERGEABLE_STATES: %q is not a state an apply may accept; accepted: %s", s, acceptableStates)
-		}
-	}
-	return nil
-}
-
-// list splits a comma-separated setting.
-func list(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // applyRefusal checks what an apply before merge needs; "" when allowed.
 // The reasons are for the person who asked: what stops the apply and what
 // to do about it.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,8 +103,8 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 		return nil, err
 	}
 	// KCL's settings are variables of the environment, as for the
-	// action and its Jobs (engine/kcl).
-	if b.kcl, err = kcl.SetupFrom(os.Getenv, log); err != nil {
+	// action and its Jobs (engine/kcl), read with the others.
+	if b.kcl, err = kcl.NewSetup(cfg.kcl(), log); err != nil {
 		return nil, fmt.Errorf("KCL settings: %w", err)
 	}
 	runner := &workflow.Runner{Runtimes: cfg.runtimes(), PolicySandbox: sandbox, KCL: b.kcl, Log: log,

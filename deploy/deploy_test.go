@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kusionpr/kusionpr/internal/testenv"
+	"github.com/kusionpr/kusionpr/settings"
 )
 
 const (
@@ -368,22 +369,18 @@ func objects(t *testing.T) []object {
 	return objs
 }
 
-// knownVariables are the KUSIONPR_* names bot.LoadConfig reads, and the
-// KCL settings every door reads from its environment (engine/kcl).
+// knownVariables are the KUSIONPR_* names bot.LoadConfig reads, KCL's
+// among them, as package settings declares them.
 func knownVariables(t *testing.T) map[string]bool {
 	t.Helper()
 	known := map[string]bool{}
-	for _, f := range []string{"../bot/config.go", "../engine/kcl/kcl.go", "../engine/kcl/setup.go", "../engine/kcl/stacks.go", "../engine/kcl/deps/allow.go"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range regexp.MustCompile(`"(KUSIONPR_[A-Z_]+)"`).FindAllStringSubmatch(string(b), -1) {
-			known[m[1]] = true
+	for _, s := range settings.All() {
+		if s.Var != nil && s.Var.Bot && s.Var.Name != "" {
+			known[s.Var.Name] = true
 		}
 	}
 	if len(known) < 10 {
-		t.Fatalf("only %d KUSIONPR_ names found in ../bot/config.go: has LoadConfig changed shape?", len(known))
+		t.Fatalf("only %d of the bot's variables declared: has package settings changed shape?", len(known))
 	}
 	return known
 }

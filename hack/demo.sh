@@ -43,7 +43,7 @@ printf '\nReleases are in %s/releases/hello/default/.\n' "$PWD/.kusion-demo"
 printf 'Remove what the demo created with:\n  KUBECONFIG=%s .kusion-demo/action destroy --stack %s --backend %s --yes\n' "$KUBECONFIG" "$stack" "$store"
 printf '  KUBECONFIG=%s .kusion-demo/action destroy --stack %s --backend %s --yes\n' "$KUBECONFIG" "$kstack" "$store"
 log "done in $(since "$t0")"
-printf '\nThe README'"'"'s "Using it" commands reach this cluster once your shell has:\n'
+printf '\nThe commands of docs/getting-started.md (On your machine) reach this cluster once your shell has:\n'
 # When PATH had no kubectl, the cluster's build made one; this line finds it.
 bash hack/testenv.sh env | sed -n 's/^export PATH=/  export PATH=/p'
 printf '  export KUBECONFIG=%s\n' "$KUBECONFIG"

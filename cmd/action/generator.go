@@ -22,13 +22,9 @@ import (
 	"github.com/kusionpr/kusionpr/engine/project"
 )
 
-// Defaults of the generate-command's bounds.
-const (
-	defaultGenerateTimeout = 10 * time.Minute
-	// maxGenerateOutput bounds what the command writes, stdout and stderr
-	// together: it is read into memory and into the job log.
-	maxGenerateOutput = 1 << 20
-)
+// maxGenerateOutput bounds what the generate-command writes, stdout and
+// stderr together: it is read into memory and into the job log.
+const maxGenerateOutput = 1 << 20
 
 // withheld are the variables of the action's environment a
 // generate-command never gets: the credentials the action holds (its

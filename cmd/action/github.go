@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sethvargo/go-githubactions"
 
@@ -21,8 +19,7 @@ import (
 	"github.com/kusionpr/kusionpr/internal/undumpable"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
-	"github.com/kusionpr/kusionpr/runtime/kubernetes"
-	"github.com/kusionpr/kusionpr/runtime/terraform"
+	"github.com/kusionpr/kusionpr/settings"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -34,27 +31,96 @@ func cutSummary(s string) string {
 	return s
 }
 
+// job is the action inside one GitHub Actions job: its context and
+// inputs, and what it talks to GitHub and writes its log through.
+type job struct {
+	ga   *githubactions.Action
+	gctx *githubactions.GitHubContext
+	in   inputSettings
+	// workspace is the job's checkout.
+	workspace string
+	// kubeconfigs are the input's files, by their real paths.
+	kubeconfigs map[string]string
+	red         *redactor
+	log         *slog.Logger
+	gh          *githubapi.Client
+	limits      *githubapi.Transport
+	renderer    *report.Renderer
+	ev          *githubapi.Event
+}
+
 // runGitHub is the action inside a GitHub Actions job: the event says which
 // pull request or push, inputs come from action.yml, results go to comments,
 // check runs, outputs and the job summary.
 func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) int {
+	j, code := newJob(ga, stderr)
+	if j == nil {
+		return code
+	}
+	if code := j.connect(); code != 0 {
+		return code
+	}
+	defer j.reportWaits()
+	cmd, code := j.command()
+	if code != 0 {
+		return code
+	}
+	origin := &model.Origin{Actor: j.gctx.Actor, SHA: j.gctx.SHA, Command: j.in.Command, Repository: jobRepository(j.ga, j.gctx)}
+	runner, req := j.in.runner(j.log), j.in.request(origin, j.workspace)
+	doneKCL, err := useKCL(runner, j.in.KCLSettings, j.log)
+	if err != nil {
+		j.ga.Errorf("%v", err)
+		return 2
+	}
+	defer doneKCL()
+	rts, forks, code := j.runtimes()
+	if code != 0 {
+		return code
+	}
+	if j.in.Command == "drift" {
+		if forks.Offline {
+			j.ga.Errorf("command drift: a fork's pull request gets no credentials; scan on schedule or workflow_dispatch")
+			return 2
+		}
+		runner.Runtimes = rts
+		scan := &workflow.DriftScan{Runner: runner, Request: req, Root: j.root(), MaxParallel: j.in.MaxParallel}
+		return runDriftGitHub(ctx, j.ga, j.gctx, j.gh, scan, j.in, j.red.String, j.log)
+	}
+	if err := withPolicySandbox(runner, rts); err != nil {
+		j.ga.Errorf("%v", err)
+		return 1
+	}
+	if j.in.Request != "" {
+		return runRequest(ctx, j.ga, j.gctx, j.in.Request, runner, req, j.workspace, j.log)
+	}
+	return j.runChange(ctx, j.change(cmd, runner, req, forks.Offline), forks)
+}
+
+// newJob reads the job's context and inputs, removes the secrets from
+// the environment, and sets up the redacted log; nil, with the exit code,
+// when the job cannot go on.
+func newJob(ga *githubactions.Action, stderr io.Writer) (*job, int) {
 	stderr = shared(stderr)
 	gctx, err := ga.Context()
 	if err != nil {
 		ga.Errorf("read the GitHub context: %v", err)
-		return 1
+		return nil, 1
 	}
 	if err := checkFileCommands(); err != nil {
 		ga.Errorf("%v", err)
-		return 1
+		return nil, 1
 	}
-	in := func(name string) string { return strings.TrimSpace(ga.GetInput(name)) }
-	token := in("github-token")
-	kubeconfig := in("kubeconfig")
+	in, err := readInputs(ga.GetInput)
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			ga.Errorf("%s", line)
+		}
+		return nil, 2
+	}
 	// Read once, then out of the environment: no child (a module binary,
 	// Terraform, a kubeconfig's exec plugin when allowed, the
 	// generate-command) inherits them.
-	for _, name := range []string{"INPUT_GITHUB-TOKEN", "GITHUB_TOKEN", "INPUT_KUBECONFIG"} {
+	for _, name := range append(settings.InputSecrets(), "GITHUB_TOKEN") {
 		os.Unsetenv(name)
 	}
 	// The kernel keeps the environment the action started with, the
@@ -62,312 +128,245 @@ func runGitHub(ctx context.Context, ga *githubactions.Action, stderr io.Writer) 
 	// every process of its user: the children above are such processes.
 	if err := undumpable.Set(); err != nil {
 		ga.Errorf("hide the action's process from its user's others: %v", err)
-		return 1
+		return nil, 1
 	}
-	workspace := gctx.Workspace
-	if workspace == "" {
-		workspace, _ = os.Getwd()
+	j := &job{gctx: gctx, in: in, workspace: gctx.Workspace}
+	if j.workspace == "" {
+		j.workspace, _ = os.Getwd()
 	}
-	kubeconfigs, kubeconfigsSecrets, err := kubeconfigsInput(in("kubeconfigs"), workspace)
+	kubeconfigs, kubeconfigsSecrets, err := kubeconfigsInput(in.Kubeconfigs, j.workspace)
 	if err != nil {
 		ga.Errorf("input kubeconfigs: %v", err)
-		return 2
+		return nil, 2
 	}
+	j.kubeconfigs = kubeconfigs
 	// The runner masks the credentials in the log; everything else the
 	// action writes (comments, check runs, the summary) it redacts itself.
-	red := newRedactor(append(append(kubeconfigSecrets(kubeconfig), kubeconfigsSecrets...), token)...)
-	for _, s := range red.secrets {
+	j.red = newRedactor(append(append(kubeconfigSecrets(in.Kubeconfig), kubeconfigsSecrets...), in.GitHubToken)...)
+	for _, s := range j.red.secrets {
 		ga.AddMask(s)
 	}
-	ga = githubactions.New(githubactions.WithWriter(red.Writer(os.Stdout)))
-	stderr = red.Writer(stderr)
+	j.ga = githubactions.New(githubactions.WithWriter(j.red.Writer(os.Stdout)))
 	level := slog.LevelInfo
 	if os.Getenv("RUNNER_DEBUG") == "1" {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	j.log = slog.New(slog.NewTextHandler(j.red.Writer(stderr), &slog.HandlerOptions{Level: level}))
+	return j, 0
+}
 
-	owner, repo := gctx.Repo()
-	limits := &githubapi.Transport{Next: red.Transport(http.DefaultTransport), Log: log}
-	if v := in("rate-limit-wait"); v != "" {
-		if limits.MaxWait, err = time.ParseDuration(v); err != nil || limits.MaxWait <= 0 {
-			ga.Errorf("input rate-limit-wait: %q is not a duration such as 2m", v)
-			return 2
-		}
-	}
-	gh, err := githubapi.New(token, gctx.APIURL, owner, repo, &http.Client{Transport: limits})
-	if err != nil {
-		ga.Errorf("%v", err)
+// connect makes the job's GitHub client, which waits for GitHub's rate
+// limits up to the input rate-limit-wait, and its renderer.
+func (j *job) connect() int {
+	owner, repo := j.gctx.Repo()
+	j.limits = &githubapi.Transport{Next: j.red.Transport(http.DefaultTransport), Log: j.log, MaxWait: j.in.RateLimitWait}
+	var err error
+	if j.gh, err = githubapi.New(j.in.GitHubToken, j.gctx.APIURL, owner, repo, &http.Client{Transport: j.limits}); err != nil {
+		j.ga.Errorf("%v", err)
 		return 1
 	}
-	defer func() {
-		if w := limits.Waited(); w > 0 {
-			ga.Infof("waited %s for GitHub rate limits", githubapi.Seconds(w))
-		}
-	}()
-	if u := in("comment-user"); u != "" {
-		gh.WriteAs(u)
+	if j.in.CommentUser != "" {
+		j.gh.WriteAs(j.in.CommentUser)
 	}
-	renderer, err := report.New()
-	if err != nil {
-		ga.Errorf("%v", err)
+	if j.renderer, err = report.New(); err != nil {
+		j.ga.Errorf("%v", err)
 		return 1
 	}
+	return 0
+}
 
-	command := in("command")
+// reportWaits says how long the job waited for GitHub's rate limits.
+func (j *job) reportWaits() {
+	if w := j.limits.Waited(); w > 0 {
+		j.ga.Infof("waited %s for GitHub rate limits", githubapi.Seconds(w))
+	}
+}
+
+// command reads the event and decides the command: the input's, else
+// preview on a pull request or a merge queue's group, apply on a push.
+// drift runs as a preview does, apart from a change.
+func (j *job) command() (workflow.Command, int) {
 	// The event as GitHub wrote it, parsed once, on go-github's types, as
 	// the bot reads its webhooks.
-	var ev *githubapi.Event
-	event, err := json.Marshal(gctx.Event)
+	event, err := json.Marshal(j.gctx.Event)
 	if err == nil {
-		ev, err = githubapi.ParseEvent(gctx.EventName, event)
+		j.ev, err = githubapi.ParseEvent(j.gctx.EventName, event)
 	}
 	if err != nil {
-		ga.Errorf("the event (GITHUB_EVENT_PATH): %v", err)
-		return 1
+		j.ga.Errorf("the event (GITHUB_EVENT_PATH): %v", err)
+		return "", 1
 	}
-	pr := ev.PullRequest
 	switch {
-	case command == "" && (pr != nil || gctx.EventName == "merge_group"):
-		command = "preview"
-	case command == "":
-		command = "apply"
+	case j.in.Command == "" && (j.ev.PullRequest != nil || j.gctx.EventName == "merge_group"):
+		j.in.Command = "preview"
+	case j.in.Command == "":
+		j.in.Command = "apply"
 	}
-	parsed := command
-	if command == "drift" {
-		// A scan reads as a preview does; it runs below, apart from a change.
-		parsed = string(workflow.Preview)
+	if j.in.Command == "drift" {
+		return workflow.Preview, 0
 	}
-	cmd, err := workflow.ParseCommand(parsed)
-	if err != nil {
-		ga.Errorf("input command: %v", err)
-		return 2
-	}
+	// Checked when the inputs were read.
+	cmd, _ := workflow.ParseCommand(j.in.Command)
+	return cmd, 0
+}
 
-	root := filepath.Join(workspace, in("root"))
-	runner := &workflow.Runner{Store: workflow.StoreConfig{Backend: in("backend")}, Log: log,
-		IgnoreFields: list(in("ignore-fields")), ModuleEnv: list(in("module-env"))}
-	req := workflow.Request{Workspace: in("workspace"), Root: workspace,
-		Origin: &model.Origin{Actor: gctx.Actor, SHA: gctx.SHA, Command: command, Repository: jobRepository(ga, gctx)}}
-	doneKCL, err := useKCL(runner, log)
-	if err != nil {
-		ga.Errorf("%v", err)
-		return 2
-	}
-	defer doneKCL()
-	// A Docker action runs as the image's user, whose home is the
-	// container's own and is gone when the step ends; GitHub maps the
-	// runner's home at $HOME (/github/home) for what should outlive it.
-	// Kusion's folder (its config.yaml, the default release folder, module
-	// binaries) is there unless KUSION_HOME says otherwise.
-	if home := os.Getenv("HOME"); os.Getenv("KUSION_HOME") == "" && home != "" {
-		runner.Store.KusionHome = filepath.Join(home, ".kusion")
-	}
-	rts := connect.Factory{ForceConflicts: true, Terraform: terraform.Config{
-		AllowProviders: list(in("terraform-providers")), PassEnv: list(in("terraform-env")), ProviderSettings: list(in("terraform-provider-settings")),
-	}}
-	allow, err := kubernetes.ParseAllowance(list(in("spec-kubeconfig-allow")))
-	if err != nil {
-		ga.Errorf("input spec-kubeconfig-allow: %v", err)
-		return 2
-	}
-	// The names also tell a refused stack which inputs would help.
-	rts.Clusters = connect.Clusters{SpecAllow: allow, Setting: "the input spec-kubeconfig-allow",
-		Kubeconfigs: kubeconfigs, KubeconfigsName: "the input kubeconfigs", KubeconfigName: "the input kubeconfig"}
-	if d := in("lease"); d != "" {
-		if runner.Store.Lease, err = time.ParseDuration(d); err != nil {
-			ga.Errorf("input lease: %v", err)
-			return 2
+// root is where the job's stacks are looked for.
+func (j *job) root() string { return filepath.Join(j.workspace, j.in.Root) }
+
+// runtimes is how the job's stacks reach their clusters and run
+// Terraform, and whether the change comes from a fork, which gets no
+// credentials unless the workflow says so.
+func (j *job) runtimes() (connect.Factory, workflow.Forks, int) {
+	var cliConfig string
+	if cfg := j.in.TerraformCLIConfig; cfg != "" {
+		cliConfig = filepath.Join(os.TempDir(), "kusionpr-terraformrc")
+		if err := os.WriteFile(cliConfig, []byte(cfg), 0o600); err != nil {
+			j.ga.Errorf("terraform-cli-config: %v", err)
+			return connect.Factory{}, workflow.Forks{}, 1
 		}
 	}
-	if d := in("timeout"); d != "" {
-		if rts.ReadyTimeout, err = time.ParseDuration(d); err == nil {
-			err = checkTimeout(rts.ReadyTimeout)
-		}
-		if err != nil {
-			ga.Errorf("input timeout: %v", err)
-			return 2
-		}
-	}
-	if cfg := in("terraform-cli-config"); cfg != "" {
-		path := filepath.Join(os.TempDir(), "kusionpr-terraformrc")
-		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-			ga.Errorf("terraform-cli-config: %v", err)
-			return 1
-		}
-		rts.Terraform.CLIConfigFile = path
-	}
+	rts := j.in.runtimes(j.kubeconfigs, cliConfig)
 	// A fork's pull request is previewed with the credentials given only
 	// when the workflow says so by name: its spec is anyone's.
-	allowFork, err := strconv.ParseBool(cmp.Or(in("allow-fork-credentials"), "false"))
-	if err != nil {
-		ga.Errorf("input allow-fork-credentials: %q is not true or false", in("allow-fork-credentials"))
-		return 2
-	}
-	forks := workflow.DecideFork(pr, false, allowFork && (kubeconfig != "" || len(kubeconfigs) > 0 || os.Getenv("KUBECONFIG") != ""))
-	forkOffline := forks.Offline
-	if forkOffline {
+	kubeconfig := j.in.Kubeconfig
+	forks := workflow.DecideFork(j.ev.PullRequest, false, j.in.AllowForkCredentials && (kubeconfig != "" || len(j.kubeconfigs) > 0 || os.Getenv("KUBECONFIG") != ""))
+	if forks.Offline {
 		// Nothing of the cluster's is handed on to the run.
 		kubeconfig = ""
 		rts.Clusters.Kubeconfigs = nil
 		os.Unsetenv("KUBECONFIG")
 	}
-	if kubeconfig != "" {
-		// The runtimes' fallback, where the workspace and the spec name
-		// none (or name a file of the runner), as $KUBECONFIG would be.
-		// Kept in memory: no file of it lies on the runner for a
-		// provider or the generate-command to read.
-		rts.Clusters.KubeconfigContent = kubeconfig
-	}
-	if req.RecordUnchanged, err = strconv.ParseBool(cmp.Or(in("record-unchanged"), "false")); err != nil {
-		ga.Errorf("input record-unchanged: %q is not true or false", in("record-unchanged"))
-		return 2
-	}
-	deployments, err := strconv.ParseBool(cmp.Or(in("deployments"), "true"))
-	if err != nil {
-		ga.Errorf("input deployments: %q is not true or false", in("deployments"))
-		return 2
-	}
-	maxParallel, _ := strconv.Atoi(in("max-parallel"))
-	if command == "drift" {
-		if forkOffline {
-			ga.Errorf("command drift: a fork's pull request gets no credentials; scan on schedule or workflow_dispatch")
-			return 2
-		}
-		runner.Runtimes = rts
-		scan := &workflow.DriftScan{Runner: runner, Request: req, Root: root, MaxParallel: maxParallel}
-		return runDriftGitHub(ctx, ga, gctx, gh, scan, in, red.String, log)
-	}
-	runner.Runtimes = rts
-	if err := withPolicySandbox(runner); err != nil {
-		ga.Errorf("%v", err)
-		return 1
-	}
-	if raw := in("request"); raw != "" {
-		return runRequest(ctx, ga, gctx, raw, runner, req, workspace, log)
-	}
+	// The runtimes' fallback, where the workspace and the spec name none
+	// (or name a file of the runner), as $KUBECONFIG would be. Kept in
+	// memory: no file of it lies on the runner for a provider or the
+	// generate-command to read.
+	rts.Clusters.KubeconfigContent = kubeconfig
+	return rts, forks, 0
+}
 
+// change is the job's change of its stacks, from the inputs.
+func (j *job) change(cmd workflow.Command, runner *workflow.Runner, req workflow.Request, forkOffline bool) *workflow.Change {
+	in := j.in
 	change := &workflow.Change{
-		Root: root, Command: cmd, Runner: runner, Request: req, MaxParallel: maxParallel,
-		Deployments: deployments,
-		Selection:   workflow.Selection{Shared: list(in("shared-paths")), Stacks: list(in("stacks"))},
-		Comment:     in("comment"), GitHub: gh, Renderer: renderer, Log: log,
+		Root: j.root(), Command: cmd, Runner: runner, Request: req, MaxParallel: in.MaxParallel, Deployments: in.Deployments,
+		Selection: workflow.Selection{Shared: in.SharedPaths, Stacks: in.Stacks},
+		Comment:   in.Comment, GitHub: j.gh, Renderer: j.renderer, Log: j.log,
+		CombineSetting: settings.Must("combine-above").InputName(), CombineAbove: in.CombineAbove,
 	}
-	if n, _ := strconv.Atoi(in("max-comments")); n > 0 {
-		change.MaxParts = n
+	if in.MaxComments > 0 {
+		change.MaxParts = in.MaxComments
 	}
-	if command := in("generate-command"); command != "" {
-		g := &generator{command: command, timeout: defaultGenerateTimeout, maxOutput: maxGenerateOutput,
+	if in.GenerateCommand != "" {
+		g := &generator{command: in.GenerateCommand, timeout: in.GenerateTimeout, maxOutput: maxGenerateOutput,
 			// The environment as it is now, the inputs read and unset;
 			// a fork's code gets no credential (allow-fork-credentials).
-			env: generatorEnv(os.Environ(), forkOffline), log: red.Writer(os.Stdout)}
-		if v := in("generate-timeout"); v != "" {
-			if g.timeout, err = time.ParseDuration(v); err != nil || g.timeout <= 0 {
-				ga.Errorf("input generate-timeout: %q is not a duration such as 10m", v)
-				return 2
-			}
-		}
+			env: generatorEnv(os.Environ(), forkOffline), log: j.red.Writer(os.Stdout)}
 		change.Prepare = g.run
 	}
-	switch change.Comment {
-	case "", "always", "on-change", "combined", "never":
-	default:
-		ga.Errorf("input comment: %q is not always, on-change, combined or never", change.Comment)
-		return 2
-	}
-	// action.yml's default, for a run without it (the container alone).
-	change.CombineSetting, change.CombineAbove = "combine-above", 10
-	if v := in("combine-above"); v != "" {
-		if change.CombineAbove, err = strconv.Atoi(v); err != nil || change.CombineAbove < 0 {
-			ga.Errorf("input combine-above: %q is not a number of stacks (0 never combines)", v)
-			return 2
-		}
-	}
+	return change
+}
 
+// runChange runs the change the event makes, judged by the policies, and
+// publishes its outcome.
+func (j *job) runChange(ctx context.Context, change *workflow.Change, forks workflow.Forks) int {
 	var before string
+	code := 0
 	switch {
-	case pr != nil:
-		change.Number, change.SHA = pr.Number, pr.HeadSHA
-		change.Log = log.With("pullRequest", pr.Number)
-		if forks.Fork {
-			if cmd != workflow.Preview && !forks.MayApply {
-				ga.Errorf("%s refused: pull request #%d comes from a fork; forks are only ever previewed", cmd, pr.Number)
-				return 1
-			}
-			if forkOffline {
-				// Compared with the last release only, and the comment
-				// says so.
-				change.Request.Offline = true
-				ga.Noticef("pull request #%d comes from a fork: previewed against the prior release only (allow-fork-credentials: true previews it with the credentials given)", pr.Number)
-			}
-		}
-		if cmd != workflow.Preview {
-			// The rule the bot keeps: a pull request into a branch other
-			// than the default, whose rules and protection a writer sets,
-			// is previewed, never applied.
-			def := ev.Repository.DefaultBranch
-			if !workflow.AppliesFrom(pr.BaseRef, def, nil) {
-				ga.Errorf("%s refused: pull request #%d is into %s, not the default branch %s: a pull request into another branch is previewed, never applied", cmd, pr.Number, pr.BaseRef, def)
-				return 1
-			}
-		}
-	case ev.Push != nil:
-		change.SHA = gctx.SHA
-		// What the branch held before the push judges it; a push that
-		// made the branch has none (GitHub sends zeros).
-		if b := ev.Push.Before; fullSHA.MatchString(b) && strings.Trim(b, "0") != "" {
-			before = b
-		}
-		numbers, err := gh.PullRequestsOfCommit(ctx, gctx.SHA)
-		if err != nil {
-			ga.Errorf("%v", err)
-			return 1
-		}
-		if len(numbers) > 0 {
-			change.Number = numbers[0]
-		} else {
-			// Pushed without a pull request: the commits say what changed.
-			change.Files = pushFiles(ev.Push)
-		}
-	case gctx.EventName == "merge_group":
-		// A merge queue's group: previewed at its commit for what its
-		// commits change against the base branch, with check runs on it
-		// (kusion/preview is the one branch protection can require) and no
-		// comment, as it belongs to no one pull request.
-		if cmd != workflow.Preview {
-			ga.Errorf("merge_group: command %s: a merge queue's group is previewed here (command: preview); the bot applies in the queue (KUSIONPR_APPLY_IN_QUEUE), as it can tell its own check of the group ahead from any other", cmd)
-			return 2
-		}
-		var head, base string
-		if g := ev.MergeGroup; g != nil {
-			head, base = g.HeadSHA, g.BaseSHA
-		}
-		if head == "" || base == "" {
-			ga.Errorf("merge_group event without head_sha and base_sha")
-			return 1
-		}
-		change.SHA, change.Base = head, base
-		change.Request.Origin.SHA, change.Request.Origin.Command = head, "merge queue"
+	case j.ev.PullRequest != nil:
+		code = j.pullRequest(change, forks)
+	case j.ev.Push != nil:
+		before, code = j.push(ctx, change)
+	case j.gctx.EventName == "merge_group":
+		code = j.mergeGroup(change)
 	default:
-		ga.Errorf("event %q: run on pull_request (preview), merge_group (preview) or push (apply)", gctx.EventName)
-		return 2
+		j.ga.Errorf("event %q: run on pull_request (preview), merge_group (preview) or push (apply)", j.gctx.EventName)
+		code = 2
 	}
-
-	change.Request.Policy, err = actionPolicies(ctx, in, gh, pr, change, workspace, before)
-	if err != nil {
-		ga.Errorf("%v", err)
-		return 2
+	if code != 0 {
+		return code
 	}
-
+	change.Request.Policy = actionPolicies(ctx, j.in, j.gh, j.ev.PullRequest, change, j.workspace, before)
 	out, err := change.Run(ctx)
 	if err != nil {
-		ga.Errorf("%s", model.MaskFingerprints(err.Error()))
+		j.ga.Errorf("%s", model.MaskFingerprints(err.Error()))
 		return 1
 	}
 	if out.Combined && change.Comment != "combined" {
-		ga.Noticef("%d stacks are touched, more than combine-above (%d): they are reported together, in one comment and one check run", len(out.Stacks), change.CombineAbove)
+		j.ga.Noticef("%d stacks are touched, more than combine-above (%d): they are reported together, in one comment and one check run", len(out.Stacks), change.CombineAbove)
 	}
-	return publishOutcome(ga, out, red.String)
+	return publishOutcome(j.ga, out, j.red.String)
+}
+
+// pullRequest is the change of a pull request: a fork's is only ever
+// previewed, and without credentials unless allowed; one into another
+// branch than the default is never applied.
+func (j *job) pullRequest(change *workflow.Change, forks workflow.Forks) int {
+	pr, cmd := j.ev.PullRequest, change.Command
+	change.Number, change.SHA = pr.Number, pr.HeadSHA
+	change.Log = j.log.With("pullRequest", pr.Number)
+	if forks.Fork {
+		if cmd != workflow.Preview && !forks.MayApply {
+			j.ga.Errorf("%s refused: pull request #%d comes from a fork; forks are only ever previewed", cmd, pr.Number)
+			return 1
+		}
+		if forks.Offline {
+			// Compared with the last release only, and the comment says so.
+			change.Request.Offline = true
+			j.ga.Noticef("pull request #%d comes from a fork: previewed against the prior release only (allow-fork-credentials: true previews it with the credentials given)", pr.Number)
+		}
+	}
+	// The rule the bot keeps: a pull request into a branch other than the
+	// default, whose rules and protection a writer sets, is previewed,
+	// never applied.
+	if def := j.ev.Repository.DefaultBranch; cmd != workflow.Preview && !workflow.AppliesFrom(pr.BaseRef, def, nil) {
+		j.ga.Errorf("%s refused: pull request #%d is into %s, not the default branch %s: a pull request into another branch is previewed, never applied", cmd, pr.Number, pr.BaseRef, def)
+		return 1
+	}
+	return 0
+}
+
+// push is the change of a push: its pull request's, else the files its
+// commits changed. before is what the branch held before it, "" for a
+// push that made the branch (GitHub sends zeros).
+func (j *job) push(ctx context.Context, change *workflow.Change) (before string, code int) {
+	change.SHA = j.gctx.SHA
+	if b := j.ev.Push.Before; fullSHA.MatchString(b) && strings.Trim(b, "0") != "" {
+		before = b
+	}
+	numbers, err := j.gh.PullRequestsOfCommit(ctx, j.gctx.SHA)
+	if err != nil {
+		j.ga.Errorf("%v", err)
+		return "", 1
+	}
+	if len(numbers) > 0 {
+		change.Number = numbers[0]
+	} else {
+		// Pushed without a pull request: the commits say what changed.
+		change.Files = pushFiles(j.ev.Push)
+	}
+	return before, 0
+}
+
+// mergeGroup is the change of a merge queue's group: previewed at its
+// commit for what its commits change against the base branch, with check
+// runs on it (kusion/preview is the one branch protection can require)
+// and no comment, as it belongs to no one pull request.
+func (j *job) mergeGroup(change *workflow.Change) int {
+	if change.Command != workflow.Preview {
+		j.ga.Errorf("merge_group: command %s: a merge queue's group is previewed here (command: preview); the bot applies in the queue (KUSIONPR_APPLY_IN_QUEUE), as it can tell its own check of the group ahead from any other", change.Command)
+		return 2
+	}
+	var head, base string
+	if g := j.ev.MergeGroup; g != nil {
+		head, base = g.HeadSHA, g.BaseSHA
+	}
+	if head == "" || base == "" {
+		j.ga.Errorf("merge_group event without head_sha and base_sha")
+		return 1
+	}
+	change.SHA, change.Base = head, base
+	change.Request.Origin.SHA, change.Request.Origin.Command = head, "merge queue"
+	return 0
 }
 
 // report_ writes outputs, the job summary and an annotation per failed stack.
@@ -445,17 +444,6 @@ func pushFiles(p *githubapi.Push) []workflow.ChangedFile {
 	out := []workflow.ChangedFile{}
 	for _, f := range p.Files {
 		out = append(out, workflow.ChangedFile{Path: f.Path, Status: f.Status})
-	}
-	return out
-}
-
-// list splits an input on newlines and commas.
-func list(s string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == ',' }) {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
 	}
 	return out
 }

@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/sethvargo/go-githubactions"
 	"golang.org/x/term"
@@ -41,8 +40,6 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/policy"
 	"github.com/kusionpr/kusionpr/report"
-	"github.com/kusionpr/kusionpr/runtime/kubernetes"
-	"github.com/kusionpr/kusionpr/runtime/terraform"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -89,14 +86,14 @@ func klogLevel(args []string, getenv func(string) string) slog.Level {
 	return slog.LevelInfo
 }
 
-// withPolicySandbox has r evaluate policies in a child of this program
-// (policy.Sandbox).
-func withPolicySandbox(r *workflow.Runner) error {
+// withPolicySandbox has r run stacks with rts, evaluating policies in a
+// child of this program (policy.Sandbox).
+func withPolicySandbox(r *workflow.Runner, rts connect.Factory) error {
 	sb, err := policy.Self(policy.DefaultMaxMemory)
 	if err != nil {
 		return err
 	}
-	r.PolicySandbox = sb
+	r.Runtimes, r.PolicySandbox = rts, sb
 	return nil
 }
 
@@ -122,7 +119,7 @@ commands:
   help      this text; "action COMMAND --help" lists a command's flags
 
 Run with no arguments under GitHub Actions (GITHUB_ACTIONS=true), the event
-and the action's inputs (action.yml, README) say what to do.
+and the action's inputs (action.yml, docs/settings.md) say what to do.
 `
 
 // commandUsage heads each command's --help, before its flags.
@@ -184,127 +181,57 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "policy":
 		return policyCommand(ctx, args[1:], stdout, stderr)
 	}
-	execute := args[0] == "execute"
 	cmd, err := workflow.ParseCommand(args[0])
-	if err != nil && !execute {
+	if args[0] == "execute" {
+		cmd, err = "execute", nil
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
-	fs := newFlags(stderr)
-	var request *string
-	var holdWait *time.Duration
-	if execute {
-		cmd = "execute"
-		request = fs.String("request", os.Getenv("KUSIONPR_REQUEST"), "the request to run, as JSON (env KUSIONPR_REQUEST)")
-		holdWait = fs.Duration("hold-wait", 30*time.Minute, "how long an apply waits for another run holding its stack to end")
-	}
-	var (
-		stack       = fs.String("stack", ".", "stack folder (holds stack.yaml; project.yaml is in it or above it)")
-		workspace   = fs.String("workspace", "", "workspace name (default: stack.yaml's workspace, else the workspace named after the stack, else default)")
-		backendURL  = fs.String("backend", "", "release store URL: file:///ABSOLUTE/PATH, s3://BUCKET, gs://BUCKET, azblob://CONTAINER, oss://BUCKET?endpoint=HOST or mem:// (default file:// of $KUSION_HOME or ~/.kusion)")
-		output      = fs.String("o", "text", "output format: json, markdown or text")
-		yes         = fs.Bool("yes", false, "apply or destroy without asking")
-		dryRun      = fs.Bool("dry-run", false, "show what would happen; change nothing anywhere")
-		parallelism = fs.Int("parallelism", 10, "resources worked on at once")
-		force       = fs.Bool("force-conflicts", true, "on apply, take over fields another field manager owns")
-		noWatch     = fs.Bool("no-watch", false, "do not wait for applied resources to become ready")
-		record      = fs.Bool("record-unchanged", false, "on apply or destroy, write a release even when there is nothing to change (an audit trail of every run)")
-		timeout     = fs.Duration("timeout", kubernetes.DefaultReadyTimeout, "how long apply and destroy wait for each Kubernetes object to be ready, or to be gone once deleted; past it the release is marked failed and the objects stay as applied")
-		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
-		tfBinary    = fs.String("terraform-binary", os.Getenv("KUSIONPR_TERRAFORM_BINARY"), "terraform or tofu executable (default terraform, then tofu, on PATH; env KUSIONPR_TERRAFORM_BINARY)")
-		ignore      = fs.String("ignore-fields", "", "comma-separated attribute paths no comparison counts (fields a controller or webhook owns)")
-		lease       = fs.Duration("lease", backend.DefaultLease, "how long a running release holds its stack without a sign of life before the next run takes it as abandoned")
-		tfCache     = fs.String("terraform-cache", os.Getenv("KUSIONPR_TERRAFORM_CACHE"), "folder for Terraform working folders and plugin cache (default the user cache folder's kusionpr/terraform; env KUSIONPR_TERRAFORM_CACHE)")
-		tfProviders = fs.String("terraform-providers", os.Getenv("KUSIONPR_TERRAFORM_PROVIDERS"), "comma-separated provider sources allowed besides the public registries' hashicorp/* and the CLI configuration's mirrors, e.g. registry.terraform.io/acme/* (env KUSIONPR_TERRAFORM_PROVIDERS)")
-		tfSettings  = fs.String("terraform-provider-settings", os.Getenv("KUSIONPR_TERRAFORM_PROVIDER_SETTINGS"), "comma-separated provider arguments a spec's providerMeta may set besides region: name, type.name (aws.endpoints), type.* or * (env KUSIONPR_TERRAFORM_PROVIDER_SETTINGS)")
-		tfEnv       = fs.String("terraform-env", os.Getenv("KUSIONPR_TERRAFORM_ENV"), "comma-separated variables (or patterns) of ours terraform and its providers get besides PATH, HOME, proxies, TF_*..., e.g. AWS_REGION,ARM_* (env KUSIONPR_TERRAFORM_ENV)")
-		clusters    = clusterFlags(fs)
-	)
-	if code, ok := parseFlags(fs, string(cmd), args[1:], stdout, stderr); !ok {
+	s, code, ok := parseCommand(string(cmd), args[1:], stdout, stderr)
+	if !ok {
 		return code
 	}
-	format, err := report.ParseFormat(*output)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 2
-	}
-	if err := checkTimeout(*timeout); err != nil {
-		fmt.Fprintf(stderr, "error: --timeout: %v\n", err)
-		return 2
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "error: --log-level: %v\n", err)
-		return 2
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return runStack(ctx, cmd, s, stdin, stdout, stderr)
+}
+
+// runStack runs preview, apply, destroy or execute on the stack.
+func runStack(ctx context.Context, cmd workflow.Command, s cliSettings, stdin io.Reader, stdout, stderr io.Writer) int {
+	log := s.logger(stderr)
 	renderer, err := report.New()
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-
-	runner := &workflow.Runner{Store: workflow.StoreConfig{Backend: *backendURL, Lease: *lease},
-		Parallelism: *parallelism, NoWatch: *noWatch, IgnoreFields: list(*ignore), Log: log}
-	req, err := workflow.NewRequest(cmd, repositoryRoot(*stack), *stack)
+	runner := s.runner(log)
+	req, err := s.request(cmd)
 	if err != nil {
-		fmt.Fprintf(stderr, "error: --stack: %v\n", err)
-		return 2
-	}
-	req.Workspace, req.RecordUnchanged, req.Origin = *workspace, *record, localOrigin(string(cmd))
-	rts := connect.Factory{
-		ForceConflicts: *force, ReadyTimeout: *timeout, Progress: &waitPrinter{w: stderr},
-		Terraform: terraform.Config{Binary: *tfBinary, CacheDir: *tfCache,
-			AllowProviders: list(*tfProviders), PassEnv: list(*tfEnv), ProviderSettings: list(*tfSettings)},
-	}
-	if err := clusters.apply(runner, &rts); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
-	runner.Runtimes = rts
-	doneKCL, err := useKCL(runner, log)
+	req.Origin = localOrigin(string(cmd))
+	doneKCL, err := useKCL(runner, s.KCLSettings, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
 	defer doneKCL()
-	if err := withPolicySandbox(runner); err != nil {
+	if err := withPolicySandbox(runner, s.runtimes(&waitPrinter{w: stderr})); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	if execute {
-		runner.WaitHeld = *holdWait
-		return executeRequest(ctx, runner, *request, stdout, stderr)
+	if cmd == "execute" {
+		return executeRequest(ctx, runner, s.Request, stdout, stderr)
 	}
-	if cmd != workflow.Preview && !*yes && !*dryRun {
-		// Show the plan first, then ask; the apply itself re-plans under its lock.
-		req.DryRun = true
-		r := runner.Run(ctx, req)
-		if code := printRun(stdout, stderr, renderer, format, r); code != 0 || r.Preview == nil {
-			return code
-		}
-		if r.Preview.Settled() && !*record {
-			// As apply --yes would: nothing is asked, nothing written.
-			fmt.Fprintln(stderr, unchangedLine(cmd, r.Preview))
-			return 0
-		}
-		ok, err := confirm(stdin, stderr, cmd)
-		if err != nil {
-			fmt.Fprintf(stderr, "error: %v\n", err)
-			return 1
-		}
-		if !ok {
-			fmt.Fprintln(stderr, "Cancelled.")
-			return 1
-		}
-		req.DryRun = false
-		r = runner.Run(ctx, req)
-		return printRelease(stderr, cmd, r, false)
+	// Checked when the flags were read.
+	format, _ := report.ParseFormat(s.Output)
+	if cmd != workflow.Preview && !s.Yes && !s.DryRun {
+		return planAndAsk(ctx, runner, req, s, stdin, stdout, stderr, renderer, format)
 	}
-	req.DryRun = *dryRun
 	r := runner.Run(ctx, req)
 	code := printRun(stdout, stderr, renderer, format, r)
-	if cmd != workflow.Preview && !*dryRun {
+	if cmd != workflow.Preview && !s.DryRun {
 		// printRun has shown the run's error: once is enough.
 		if c := printRelease(stderr, cmd, r, true); c != 0 {
 			code = c
@@ -313,10 +240,33 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return code
 }
 
-func newFlags(stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("action", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+// planAndAsk shows the plan of an apply or destroy, then asks; the
+// apply itself re-plans under its lock.
+func planAndAsk(ctx context.Context, runner *workflow.Runner, req workflow.Request, s cliSettings,
+	stdin io.Reader, stdout, stderr io.Writer, renderer *report.Renderer, format report.Format) int {
+	cmd := req.Command
+	req.DryRun = true
+	r := runner.Run(ctx, req)
+	if code := printRun(stdout, stderr, renderer, format, r); code != 0 || r.Preview == nil {
+		return code
+	}
+	if r.Preview.Settled() && !s.RecordUnchanged {
+		// As apply --yes would: nothing is asked, nothing written.
+		fmt.Fprintln(stderr, unchangedLine(cmd, r.Preview))
+		return 0
+	}
+	ok, err := confirm(stdin, stderr, cmd)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	if !ok {
+		fmt.Fprintln(stderr, "Cancelled.")
+		return 1
+	}
+	req.DryRun = false
+	r = runner.Run(ctx, req)
+	return printRelease(stderr, cmd, r, false)
 }
 
 // printRun writes the preview (if there is one) and the error of a run,
@@ -439,12 +389,8 @@ func localOrigin(cmd string) *model.Origin {
 // unlock ends a release left running (its runner died) by hand, recording
 // who and why, as Kusion's release unlock does.
 func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags(stderr)
-	stack := fs.String("stack", ".", "stack folder")
-	workspace := fs.String("workspace", "", "workspace name (default: the stack's own)")
-	backendURL := fs.String("backend", "", "release store URL")
-	reason := fs.String("reason", "", "why the running release is ended (recorded in it)")
-	if code, ok := parseFlags(fs, "unlock", args, stdout, stderr); !ok {
+	s, code, ok := parseCommand("unlock", args, stdout, stderr)
+	if !ok {
 		return code
 	}
 	o := localOrigin("unlock")
@@ -455,17 +401,16 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The store is named with the release it ended, as every command names
 	// the store it used.
 	var where string
-	store := workflow.StoreConfig{Backend: *backendURL}
-	runner := &workflow.Runner{OpenStore: func(ctx context.Context) (*backend.Store, string, error) {
-		s, w, err := store.Open(ctx)
+	runner := s.runner(nil)
+	runner.OpenStore = func(ctx context.Context) (*backend.Store, string, error) {
+		st, w, err := runner.Store.Open(ctx)
 		where = w
-		return s, w, err
-	}}
-	req, err := workflow.NewRequest("", repositoryRoot(*stack), *stack)
+		return st, w, err
+	}
 	var rel *model.Release
+	req, err := s.request("")
 	if err == nil {
-		req.Workspace = *workspace
-		rel, err = runner.Unlock(ctx, req, who, *reason)
+		rel, err = runner.Unlock(ctx, req, who, s.Reason)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
@@ -478,31 +423,19 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // generateSpec prints a stack's Spec, as `kusion generate` does: the one
 // generated from main.yaml with the stack's workspace, or its spec.yaml.
 func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags(stderr)
-	stack := fs.String("stack", ".", "stack folder")
-	workspace := fs.String("workspace", "", "workspace name (default: the stack's own)")
-	backendURL := fs.String("backend", "", "release store URL, whose workspaces (Kusion's workspaces/<name>.yaml) are used before the repository's (default: as preview's)")
-	output := fs.String("o", "", "write the Spec to this file instead of standard output")
-	format := fs.String("format", "yaml", "yaml or json")
-	clusters := clusterFlags(fs)
-	if code, ok := parseFlags(fs, "generate", args, stdout, stderr); !ok {
+	set, code, ok := parseCommand("generate", args, stdout, stderr)
+	if !ok {
 		return code
 	}
-	root := repositoryRoot(*stack)
-	st, err := project.LoadStack(root, *stack)
+	root := repositoryRoot(set.Stack)
+	st, err := project.LoadStack(root, set.Stack)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	runner := &workflow.Runner{Store: workflow.StoreConfig{Backend: *backendURL}, Log: log}
-	// The cluster settings are checked as a run would, though generating
-	// reaches no cluster.
-	if err := clusters.apply(runner, &connect.Factory{}); err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 2
-	}
-	doneKCL, err := useKCL(runner, log)
+	runner := set.runner(log)
+	doneKCL, err := useKCL(runner, set.KCLSettings, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
@@ -515,7 +448,7 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 1
 	}
 	defer store.Close()
-	s, ws, err := runner.StackSpec(ctx, workflow.Request{Root: root, Workspace: *workspace}, st, store, where)
+	s, ws, err := runner.StackSpec(ctx, workflow.Request{Root: root, Workspace: set.Workspace}, st, store, where)
 	if ws != nil {
 		warnWorkspace(log, ws)
 	}
@@ -524,15 +457,15 @@ func generateSpec(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 1
 	}
 	var buf bytes.Buffer
-	if err := spec.Write(&buf, s, *format); err != nil {
+	if err := spec.Write(&buf, s, set.Format); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	if *output == "" {
+	if set.GenerateOutput == "" {
 		_, err = stdout.Write(buf.Bytes())
 	} else {
 		// Written whole or not at all: a failed generate keeps the old file.
-		err = writeFileAtomic(*output, buf.Bytes())
+		err = writeFileAtomic(set.GenerateOutput, buf.Bytes())
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)

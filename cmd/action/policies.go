@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"path"
 	"regexp"
-	"strings"
 
 	"github.com/kusionpr/kusionpr/githubapi"
 	"github.com/kusionpr/kusionpr/policy"
@@ -17,15 +14,13 @@ import (
 // request's base branch as it is now, a merge queue group's base, the
 // commit before a push, read through the API), never as the change has
 // it: a change cannot loosen the rules it is judged by.
-func actionPolicies(ctx context.Context, in func(string) string, gh *githubapi.Client, pr *githubapi.PullRequest, change *workflow.Change, checkout, before string) (*workflow.Policies, error) {
-	dir := strings.Trim(in("policy"), "/")
+func actionPolicies(ctx context.Context, in inputSettings, gh *githubapi.Client, pr *githubapi.PullRequest, change *workflow.Change, checkout, before string) *workflow.Policies {
+	// The input's declaration has checked the folder is the repository's.
+	dir := in.Policy
 	if dir == "" || dir == "none" {
-		return nil, nil
+		return nil
 	}
-	if path.IsAbs(dir) || path.Clean(dir) != dir || dir == ".." || strings.HasPrefix(dir, "../") {
-		return nil, fmt.Errorf("input policy: %q is not a folder inside the repository (or none)", in("policy"))
-	}
-	src := workflow.PolicySource{Folder: dir, GitHub: gh, Checkout: checkout, SHA: change.SHA, Packages: list(in("policy-packages"))}
+	src := workflow.PolicySource{Folder: dir, GitHub: gh, Checkout: checkout, SHA: change.SHA, Packages: in.PolicyPackages}
 	switch {
 	case pr != nil:
 		src.PullRequest = &policy.PullRequest{Number: pr.Number, Author: pr.Author, Base: pr.BaseSHA, Head: pr.HeadSHA}
@@ -39,7 +34,7 @@ func actionPolicies(ctx context.Context, in func(string) string, gh *githubapi.C
 		// its first parent.
 		src.Merge = &workflow.MergedChange{SHA: change.SHA}
 	}
-	return workflow.LoadPolicies(ctx, src), nil
+	return workflow.LoadPolicies(ctx, src)
 }
 
 // fullSHA is a commit's full name, as events give it.

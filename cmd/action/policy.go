@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kusionpr/kusionpr/policy"
+	"github.com/kusionpr/kusionpr/settings"
 )
 
 const policyUsage = `usage: action policy test [--dir DIR] [-o text|json]
@@ -39,10 +40,17 @@ func policyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return 2
 }
 
-func policyTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// policyTestSettings are policy test's flags.
+type policyTestSettings struct {
+	Dir    string `setting:"policy-test-dir"`
+	Output string `setting:"policy-test-output"`
+}
+
+// parsePolicyTest reads policy test's flags: --help prints its usage and
+// flags (exit 0), a mistake the error and its usage (exit 2).
+func parsePolicyTest(args []string, stdout, stderr io.Writer) (s policyTestSettings, code int, ok bool) {
 	fs := flag.NewFlagSet("policy test", flag.ContinueOnError)
-	dir := fs.String("dir", "policy", "the policy folder: every .rego file below it, *_test.rego included")
-	output := fs.String("o", "text", "output format: text or json")
+	cl := settings.Flags(fs, "policy test", os.Getenv)
 	var msg strings.Builder
 	fs.SetOutput(&msg)
 	err := fs.Parse(args)
@@ -51,31 +59,44 @@ func policyTest(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stdout, "%s\nflags:\n", policyUsage)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
-		return 0
+		return s, 0, false
 	case err != nil:
 		fmt.Fprintf(stderr, "error: %v\n\n%s", err, policyUsage)
-		return 2
+		return s, 2, false
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "error: unexpected argument %q\n\n%s", fs.Arg(0), policyUsage)
-		return 2
-	case *output != "text" && *output != "json":
-		fmt.Fprintf(stderr, "error: -o: %q is neither text nor json\n", *output)
-		return 2
+		return s, 2, false
 	}
-	info, err := os.Stat(*dir)
+	vals, err := cl.Values()
+	if err == nil {
+		err = vals.Fill(&s)
+	}
+	if err != nil {
+		printErrors(stderr, err)
+		return s, 2, false
+	}
+	return s, 0, true
+}
+
+func policyTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	s, code, ok := parsePolicyTest(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	info, err := os.Stat(s.Dir)
 	if err != nil || !info.IsDir() {
-		fmt.Fprintf(stderr, "error: --dir %s: not a folder\n", *dir)
+		fmt.Fprintf(stderr, "error: --dir %s: not a folder\n", s.Dir)
 		return 1
 	}
-	rep, err := policy.Test(ctx, os.DirFS(*dir))
+	rep, err := policy.Test(ctx, os.DirFS(s.Dir))
 	if err != nil {
-		if *output == "json" {
+		if s.Output == "json" {
 			writePolicyJSON(stdout, map[string]string{"error": err.Error()})
 		}
-		fmt.Fprintf(stderr, "error: %s: %v\n", *dir, err)
+		fmt.Fprintf(stderr, "error: %s: %v\n", s.Dir, err)
 		return 1
 	}
-	if *output == "json" {
+	if s.Output == "json" {
 		if err := writePolicyJSON(stdout, rep); err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 			return 1

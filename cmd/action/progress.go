@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"time"
 
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/runtime/kubernetes"
@@ -43,12 +42,4 @@ func shared(w io.Writer) io.Writer {
 		return w
 	}
 	return &lineWriter{w: w}
-}
-
-// checkTimeout accepts a readiness timeout: a positive duration.
-func checkTimeout(d time.Duration) error {
-	if d <= 0 {
-		return fmt.Errorf("%s is not a positive duration: want one such as 90s or 10m (default %s)", d, "5m")
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/report"
+	"github.com/kusionpr/kusionpr/settings"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -66,7 +67,7 @@ func runRequest(ctx context.Context, ga *githubactions.Action, gctx *githubactio
 	// by another waits for it, as the bot's own runs and action execute
 	// do, and then asks again whether its work is still to do (merge
 	// order).
-	runner.WaitHeld = requestHoldWait
+	runner.WaitHeld = requestHoldWait()
 	run := runner.Run(ctx, req)
 	data, err := workflow.NewRequestResult(req, workspace, run).Encode()
 	if err != nil {
@@ -134,8 +135,11 @@ func stackInCheckout(root, stack string) (string, error) {
 }
 
 // requestHoldWait is how long a request waits for another run holding
-// its stack: action execute's default.
-const requestHoldWait = 30 * time.Minute
+// its stack: action execute's default (its --hold-wait).
+func requestHoldWait() time.Duration {
+	d, _ := time.ParseDuration(settings.Must("hold-wait").Default)
+	return d
+}
 
 var detachedHead = regexp.MustCompile(`^[0-9a-f]{40}(?:[0-9a-f]{24})?$`)
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kusionpr/kusionpr/settings"
 )
 
 // runBot runs the built bot with args and env (nothing else of ours) and
@@ -111,4 +113,36 @@ func appKeyPEM(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+}
+
+// TestHelpListsTheDeclaredSettings: --help lists every setting the bot
+// reads, under its variable (or the file's key) with its type and help,
+// as package settings declares it, and nothing else: a setting added or
+// dropped there shows here without another edit.
+func TestHelpListsTheDeclaredSettings(t *testing.T) {
+	help := usage()
+	listed := map[string]bool{}
+	for _, l := range strings.Split(help, "\n") {
+		if f := strings.Fields(l); strings.HasPrefix(l, "  KUSIONPR_") && len(f) > 0 {
+			listed[f[0]] = true
+		}
+	}
+	for _, s := range settings.All() {
+		if s.Var == nil || !s.Var.Bot {
+			continue
+		}
+		name := s.Var.Name
+		if name == "" {
+			name = "(file only) " + s.Type.String() + " (" + s.Var.YAML + ")"
+		} else {
+			name += " " + s.Type.String()
+		}
+		if !strings.Contains(help, "\n  "+name) || !strings.Contains(help, s.Help) {
+			t.Errorf("--help does not list %s with its help %q", name, s.Help)
+		}
+		delete(listed, s.Var.Name)
+	}
+	for name := range listed {
+		t.Errorf("--help lists %s, which the bot does not read", name)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,7 +16,8 @@ import (
 )
 
 // The settings every door (the action, its commands, the bot and the Jobs
-// it starts) reads from its environment, one name each.
+// it starts) reads from its environment, one name each; package settings
+// declares them and reads them into Settings.
 const (
 	// CacheSetting is the folder fetched dependencies are kept in.
 	CacheSetting = "KUSIONPR_KCL_CACHE"
@@ -36,22 +36,6 @@ type Settings struct {
 	// Unconfined runs KCL where the kernel cannot confine it
 	// (UnconfinedSetting).
 	Unconfined bool
-}
-
-// SettingsFrom reads the settings from an environment (os.Getenv).
-func SettingsFrom(getenv func(string) string) (Settings, error) {
-	s := Settings{
-		Runtime: getenv(RuntimeSetting), Allow: getenv(deps.AllowSetting),
-		Mirrors: getenv(deps.MirrorsSetting), CacheDir: getenv(CacheSetting),
-	}
-	if v := getenv(UnconfinedSetting); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return s, fmt.Errorf("%s=%q: want true or false", UnconfinedSetting, v)
-		}
-		s.Unconfined = b
-	}
-	return s, nil
 }
 
 // Setup is a process's KCL: the resolver its runs share (a dependency is
@@ -198,14 +182,4 @@ func (s *Setup) Close() error {
 		errs = append(errs, r.stacks.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// SetupFrom reads the settings from an environment (os.Getenv) and makes
-// the process's Setup.
-func SetupFrom(getenv func(string) string, logger *slog.Logger) (*Setup, error) {
-	s, err := SettingsFrom(getenv)
-	if err != nil {
-		return nil, err
-	}
-	return NewSetup(s, logger)
 }
