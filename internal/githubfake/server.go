@@ -52,6 +52,7 @@ type Server struct {
 	mu         sync.Mutex
 	calls      []Call
 	violations []string
+	expected   []string // substrings of violations a test makes on purpose (ExpectViolation)
 	st         state
 	faults     faults
 }
@@ -166,8 +167,12 @@ func serveDescription(t testing.TB, d *description, checked, failOnViolations bo
 	s.URL = s.hs.URL + "/"
 	t.Cleanup(func() {
 		s.hs.Close()
-		if v := s.Violations(); failOnViolations && len(v) > 0 {
+		v, unmet := s.unexpected()
+		if failOnViolations && len(v) > 0 {
 			t.Errorf("githubfake: %d request(s) broke GitHub's REST description:\n  %s", len(v), strings.Join(v, "\n  "))
+		}
+		for _, e := range unmet {
+			t.Errorf("githubfake: the test expected a request GitHub refuses (%q), and none came", e)
 		}
 	})
 	return s
@@ -178,6 +183,41 @@ func (s *Server) Calls() []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Call(nil), s.calls...)
+}
+
+// ExpectViolation tells the fake that the test breaks one of GitHub's
+// limits on purpose, to see the caller handle GitHub's refusal (a comment
+// past 65,536 characters): violations containing substr do not fail the
+// test, and the test fails if none comes.
+func (s *Server) ExpectViolation(substr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expected = append(s.expected, substr)
+}
+
+// unexpected returns the violations no ExpectViolation expected, and the
+// expectations no violation met.
+func (s *Server) unexpected() (v, unmet []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	met := make([]bool, len(s.expected))
+	for _, x := range s.violations {
+		ok := false
+		for i, e := range s.expected {
+			if strings.Contains(x, e) {
+				ok, met[i] = true, true
+			}
+		}
+		if !ok {
+			v = append(v, x)
+		}
+	}
+	for i, e := range s.expected {
+		if !met[i] {
+			unmet = append(unmet, e)
+		}
+	}
+	return v, unmet
 }
 
 // Violations returns what requests did that GitHub's description does not
