@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -35,10 +37,14 @@ import (
 type fakeCluster struct {
 	t      *testing.T
 	client *fake.Clientset
-	x      *Executor
-	store  *backend.Store
-	url    string
-	root   string
+	// watching is closed once the executor's watch of the Jobs is made:
+	// the fake's watch, unlike the API server's, starts from now, so a
+	// change made between the informer's list and its watch would be lost.
+	watching chan struct{}
+	x        *Executor
+	store    *backend.Store
+	url      string
+	root     string
 }
 
 func newFakeCluster(t *testing.T) *fakeCluster {
@@ -64,10 +70,17 @@ func newFakeCluster(t *testing.T) *fakeCluster {
 	}
 	t.Cleanup(func() { store.Close() })
 	client := fake.NewClientset()
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("jobs", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
 	x := &Executor{Client: client, Poll: 50 * time.Millisecond, Store: workflow.StoreConfig{Backend: url},
 		Config: Config{Image: "kusionpr/action:test", Settings: Settings{Namespace: "jobs", ServiceAccount: "runner-dev"},
 			Workspaces: map[string]Settings{"prod": {ServiceAccount: "runner-prod", TTL: &metav1.Duration{Duration: time.Hour}}}}}
-	return &fakeCluster{t: t, client: client, x: x, store: store, url: url, root: root}
+	return &fakeCluster{t: t, client: client, watching: watching, x: x, store: store, url: url, root: root}
 }
 
 // request is the apply of a merge's commit of stack in workspace ws.
@@ -83,10 +96,15 @@ func (c *fakeCluster) request(stack, ws string) workflow.Request {
 	return req
 }
 
-// job waits for the Job of req and returns it.
+// job waits for the Job of req, and the executor's watch, and returns it.
 func (c *fakeCluster) job(req workflow.Request) *batchv1.Job {
 	c.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
+	select {
+	case <-c.watching:
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("the executor never watched the Jobs")
+	}
 	for {
 		j, err := c.client.BatchV1().Jobs("jobs").Get(context.Background(), jobName(req.ID()), metav1.GetOptions{})
 		if err == nil {
