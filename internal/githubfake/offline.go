@@ -35,15 +35,22 @@ var offlineOperations = []string{
 // offlineEvents are the webhook events (name and action) whose first
 // published payload the cut keeps, for Event.
 var offlineEvents = [][2]string{
+	{"check_run", "completed"},
+	{"check_run", "created"},
 	{"check_run", "requested_action"},
 	{"check_run", "rerequested"},
 	{"installation", "created"},
 	{"installation_repositories", "added"},
 	{"issue_comment", "created"},
+	{"issue_comment", "deleted"},
 	{"issue_comment", "edited"},
+	{"issues", "edited"},
+	{"issues", "labeled"},
+	{"issues", "opened"},
 	{"merge_group", "checks_requested"},
 	{"ping", ""},
 	{"pull_request", "closed"},
+	{"pull_request", "labeled"},
 	{"pull_request", "opened"},
 	{"pull_request", "reopened"},
 	{"pull_request", "synchronize"},
@@ -51,6 +58,7 @@ var offlineEvents = [][2]string{
 	{"star", "created"},
 	{"workflow_dispatch", ""},
 	{"workflow_run", "completed"},
+	{"workflow_run", "requested"},
 }
 
 var offlineCut struct {
