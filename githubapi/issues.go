@@ -70,7 +70,12 @@ func (c *Client) CreateIssue(ctx context.Context, title, body string, labels []s
 	if !ok {
 		return Issue{}, fmt.Errorf("issue %q: the body does not start with a marker", title)
 	}
-	is, _, err := c.gh.Issues.Create(ctx, c.owner, c.repo, &github.IssueRequest{Title: &title, Body: &body, Labels: &labels})
+	req := &github.IssueRequest{Title: &title, Body: &body}
+	if labels != nil {
+		// GitHub refuses "labels": null; no labels is no field.
+		req.Labels = &labels
+	}
+	is, _, err := c.gh.Issues.Create(ctx, c.owner, c.repo, req)
 	if err != nil {
 		return Issue{}, fmt.Errorf("open issue %q: %w", title, err)
 	}

@@ -44,6 +44,8 @@ TF_TIME_VERSION=0.14.2
 MINIO_VERSION=0.0.0-20260212201848-7aac2a2c5b7c
 FAKE_GCS_VERSION=1.56.1
 AZURITE_VERSION=3.37.0
+# The fake GitHub keeps a cut of these two for a plain go test: after a bump,
+# go test ./internal/githubfake -run TestOfflineCut -update (with the env).
 OCTOKIT_OPENAPI_VERSION=23.0.2
 OCTOKIT_WEBHOOKS_EXAMPLES_VERSION=7.6.1
 # CNCF Distribution, the registry Docker's and most others' are built on.

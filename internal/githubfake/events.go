@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-
-	"github.com/kusionpr/kusionpr/internal/testenv"
 )
 
 // webhookEvent is one event of @octokit/webhooks-examples' index: GitHub's
@@ -46,10 +44,7 @@ func loadEvents(dir string) ([]webhookEvent, error) {
 // request) are made by changing those fields only.
 func Event(t testing.TB, name, action string) map[string]any {
 	t.Helper()
-	list, err := loadEvents(testenv.OctokitDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	list, whole := eventsFor(t)
 	var actions []string
 	for _, e := range list {
 		if e.Name != name {
@@ -62,6 +57,9 @@ func Event(t testing.TB, name, action string) map[string]any {
 			}
 			actions = append(actions, fmt.Sprintf("%q", a))
 		}
+	}
+	if !whole {
+		t.Fatalf("githubfake: without GitHub's webhook examples installed the fake keeps no %s event with action %q (only the actions %v): add it to offlineEvents (internal/githubfake/offline.go) and run `go test ./internal/githubfake -run TestOfflineCut -update` with the test environment", name, action, actions)
 	}
 	t.Fatalf("githubfake: GitHub publishes no %s event with action %q (its examples have the actions %v)", name, action, actions)
 	return nil

@@ -105,6 +105,9 @@ func (s *Server) template(opID, status string) map[string]any {
 	if op == nil {
 		return map[string]any{}
 	}
+	if op.responses[status] == nil && !s.checked {
+		s.violate("%s", offlineGap(opID))
+	}
 	_, ex, _ := s.desc.example(op, status)
 	if l, ok := ex.([]any); ok && len(l) > 0 {
 		ex = l[0]

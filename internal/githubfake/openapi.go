@@ -71,6 +71,17 @@ func readDescription(path string) (*description, error) {
 	if err != nil {
 		return nil, fmt.Errorf("githubfake: read GitHub's REST description: %w", err)
 	}
+	d, err := parseDescription(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	d.loadTime = time.Since(start)
+	return d, nil
+}
+
+// parseDescription reads an OpenAPI document: GitHub's whole description,
+// or the cut of it the fake serves from without one (offline.go).
+func parseDescription(raw []byte, path string) (*description, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	// Numbers stay json.Number so integer and number are told apart, and
 	// example IDs keep every digit.
@@ -94,7 +105,6 @@ func readDescription(path string) (*description, error) {
 		}
 	}
 	d.compilePatterns(root)
-	d.loadTime = time.Since(start)
 	return d, nil
 }
 

@@ -25,7 +25,7 @@ func Kubeconfig(t testing.TB) string {
 
 func missing(t testing.TB, why string) {
 	t.Helper()
-	if os.Getenv("KUSIONPR_REQUIRE_TESTENV") != "" {
+	if Required() {
 		t.Fatal(why)
 	}
 	t.Skip(why)
@@ -58,15 +58,30 @@ func TerraformBinaries(t testing.TB) []string {
 // GitHub of internal/githubfake.
 func OctokitDir(t testing.TB) string {
 	t.Helper()
-	p := os.Getenv("KUSIONPR_TEST_OCTOKIT_DIR")
-	if p == "" {
-		missing(t, "KUSIONPR_TEST_OCTOKIT_DIR is not set: run `make test` or `eval \"$(hack/testenv.sh env)\"` after `hack/testenv.sh build`")
-	}
-	if _, err := os.Stat(p); err != nil {
-		missing(t, "GitHub's REST description: "+err.Error())
+	p, why := LookupOctokitDir()
+	if why != "" {
+		missing(t, why)
 	}
 	return p
 }
+
+// LookupOctokitDir is OctokitDir for a caller that can do without the
+// packages under a plain go test: it says why they are missing ("" when
+// they are not) rather than skipping.
+func LookupOctokitDir() (dir, why string) {
+	p := os.Getenv("KUSIONPR_TEST_OCTOKIT_DIR")
+	if p == "" {
+		return "", "KUSIONPR_TEST_OCTOKIT_DIR is not set: run `make test` or `eval \"$(hack/testenv.sh env)\"` after `hack/testenv.sh build`"
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", "GitHub's REST description: " + err.Error()
+	}
+	return p, ""
+}
+
+// Required reports whether a missing component fails the test rather than
+// skipping it: KUSIONPR_REQUIRE_TESTENV is set, as make test sets it.
+func Required() bool { return os.Getenv("KUSIONPR_REQUIRE_TESTENV") != "" }
 
 // KCLSources returns the local OCI registry (host:port) and git server
 // (http://host:port) hack/testenv.sh started, serving the packages of
