@@ -66,7 +66,7 @@ func TestParseEvent(t *testing.T) {
 				Number: 7, BaseRef: "main", Merged: true, MergeCommitSHA: "mmm", MergedBy: "maintainer"}}},
 		{name: "a review carries its pull request", event: "pull_request_review",
 			payload: `{"action": "submitted", "review": {"state": "approved"}, "pull_request": {"number": 8}, "repository": {"default_branch": "trunk"}}`,
-			want: githubapi.Event{Name: "pull_request_review", Action: "submitted", Repository: githubapi.Repository{DefaultBranch: "trunk"}, PullRequest: &githubapi.PullRequest{Number: 8}}},
+			want:    githubapi.Event{Name: "pull_request_review", Action: "submitted", Repository: githubapi.Repository{DefaultBranch: "trunk"}, PullRequest: &githubapi.PullRequest{Number: 8}}},
 		{name: "a comment on a pull request", event: "issue_comment",
 			payload: `{"action": "created", "issue": {"number": 7, "pull_request": {}}, "comment": {"id": 100, "body": "/kusion preview", "user": {"login": "dev", "id": 9, "type": "User"}}, ` + sentBy + `}`,
 			want: githubapi.Event{Name: "issue_comment", Action: "created", Repository: infra, Installation: 5, Sender: dev,

@@ -22,9 +22,11 @@ import (
 // that started serving is killed after a minute (exit -1).
 func runBot(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	// Built first: the minute is the bot's own, not a busy machine's build.
+	bin := botBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, botBinary(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}, env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
