@@ -207,20 +207,7 @@ func TestFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			vals, err := cl.Values()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, want := range tc.want {
-				if got := vals.v[name]; !equal(got, want) {
-					t.Errorf("%s = %#v, want %#v", name, got, want)
-				}
-			}
+			checkValues(t, vals, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -259,20 +246,7 @@ func TestInputs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vals, err := Inputs(func(name string) string { return tc.inputs[name] }, func(string) string { return "" })
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, want := range tc.want {
-				if got := vals.v[name]; !equal(got, want) {
-					t.Errorf("%s = %#v, want %#v", name, got, want)
-				}
-			}
+			checkValues(t, vals, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -312,20 +286,7 @@ func TestBot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vals, err := Bot(func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, want := range tc.want {
-				if got := vals.v[name]; !equal(got, want) {
-					t.Errorf("%s = %#v, want %#v", name, got, want)
-				}
-			}
+			checkValues(t, vals, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -417,5 +378,25 @@ func TestFill(t *testing.T) {
 	err = vals.Fill(&bad)
 	if err == nil || !strings.Contains(err.Error(), `"no-such-setting"`) || !strings.Contains(err.Error(), "field B") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// checkValues holds what a door read to what a case wants: the error
+// saying wantErr, or else the values of want.
+func checkValues(t *testing.T, vals Values, err error, want map[string]any, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one saying %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		if got := vals.v[name]; !equal(got, w) {
+			t.Errorf("%s = %#v, want %#v", name, got, w)
+		}
 	}
 }

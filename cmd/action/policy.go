@@ -67,15 +67,8 @@ func parsePolicyTest(args []string, stdout, stderr io.Writer) (s policyTestSetti
 		fmt.Fprintf(stderr, "error: unexpected argument %q\n\n%s", fs.Arg(0), policyUsage)
 		return s, 2, false
 	}
-	vals, err := cl.Values()
-	if err == nil {
-		err = vals.Fill(&s)
-	}
-	if err != nil {
-		printErrors(stderr, err)
-		return s, 2, false
-	}
-	return s, 0, true
+	code, ok = fill(cl, &s, stderr)
+	return s, code, ok
 }
 
 func policyTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -93,15 +93,22 @@ func parseCommand(command string, args []string, stdout, stderr io.Writer) (s cl
 	if code, ok := parseFlags(fs, command, args, stdout, stderr); !ok {
 		return s, code, false
 	}
+	code, ok = fill(cl, &s, stderr)
+	return s, code, ok
+}
+
+// fill fills dst from the parsed flags, their declarations checking each;
+// the mistakes are written to stderr, exit code 2.
+func fill(cl *settings.CommandLine, dst any, stderr io.Writer) (code int, ok bool) {
 	vals, err := cl.Values()
 	if err == nil {
-		err = vals.Fill(&s)
+		err = vals.Fill(dst)
 	}
 	if err != nil {
 		printErrors(stderr, err)
-		return s, 2, false
+		return 2, false
 	}
-	return s, 0, true
+	return 0, true
 }
 
 // printErrors writes each line of err as an error line.
