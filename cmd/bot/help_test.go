@@ -51,7 +51,7 @@ func TestBotHelp(t *testing.T) {
 			if code != 0 {
 				t.Errorf("exit %d, want 0; stderr:\n%s", code, stderr)
 			}
-			for _, w := range []string{"GitHub App", "KUSIONPR_WEBHOOK_SECRET", "KUSIONPR_APP_ID", "KUSIONPR_APP_PRIVATE_KEY", "KUSIONPR_CONFIG", "README"} {
+			for _, w := range []string{"GitHub App", "KUSIONPR_WEBHOOK_SECRET", "KUSIONPR_APP_ID", "KUSIONPR_APP_PRIVATE_KEY", "KUSIONPR_CONFIG", "docs/bot.md", "docs/settings.md"} {
 				if !strings.Contains(stdout, w) {
 					t.Errorf("help does not say %q:\n%s", w, stdout)
 				}

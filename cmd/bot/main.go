@@ -37,8 +37,8 @@ a YAML file named by KUSIONPR_CONFIG with the same names in lower camel case
 and KUSIONPR_APP_PRIVATE_KEY (the App's PEM key) or
 KUSIONPR_APP_PRIVATE_KEY_PATH. Where releases live: KUSIONPR_BACKEND. Every
 setting is listed below, and in docs/settings.md with its names for the
-action; docs/bot.md says more, and
-deploy/kubernetes/bot.yaml is a deployment to start from.
+action; docs/bot.md says more, and deploy/kubernetes/bot.yaml is a
+deployment to start from.
 
 `
 
