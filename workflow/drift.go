@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -244,62 +243,42 @@ func (s *DriftScan) stack(ctx context.Context, owned backend.Owned, dir string) 
 // latest release is not a succeeded apply, or when another release
 // followed revision (0: any) by the time the stack is taken.
 func (r *Runner) RevertDrift(ctx context.Context, req Request, revision uint64, reason string) *StackResult {
-	run := &StackResult{Started: time.Now()}
-	log := r.log(req)
-	st, err := project.LoadStack(req.Root, req.Dir())
+	req.Command = Apply
+	s := &stackRun{r: r, req: req, log: r.log(req), out: &StackResult{Started: time.Now()}}
+	defer s.close()
+	revert := func(ctx context.Context) error { return s.revertTo(ctx, revision, reason) }
+	s.do(ctx, s.load, s.open, revert, s.connect, s.execute)
+	return s.out
+}
+
+// revertTo makes the run apply the spec of the stack's latest release
+// (which must be revision, unless 0), its sensitive values taken from the
+// checkout's spec, with an origin saying why.
+func (s *stackRun) revertTo(ctx context.Context, revision uint64, reason string) error {
+	st := s.out.Stack
+	rel, err := s.owned.Latest(ctx, s.target.Project, s.target.Workspace)
 	if err != nil {
-		run.Err = err
-		return run
-	}
-	run.Stack = st
-	ws := st.WorkspaceName(req.Workspace)
-	run.Workspace = ws
-	if r.Runtimes == nil {
-		run.Err = errNoRuntimes
-		return run
-	}
-	store, where, err := r.Open(ctx)
-	if err != nil {
-		run.Err = err
-		return run
-	}
-	defer store.Close()
-	run.Store = where
-	owned := backend.Owned{Store: store, Run: req.repository()}
-	rel, err := owned.Latest(ctx, st.Project.Name, ws)
-	if err != nil {
-		run.Err = err
-		return run
+		return err
 	}
 	if err := revertable(rel, st.Name, revision); err != nil {
-		run.Err = err
-		return run
+		return err
 	}
-	checkout, _, err := r.StackSpec(ctx, req, st, store, where)
+	checkout, _, err := s.r.StackSpec(ctx, s.req, st, s.store, s.out.Store)
 	if err != nil {
-		run.Err = fmt.Errorf("revert drift of %s: the checkout's spec, which the release's sensitive values are taken from: %w", st.Name, err)
-		return run
+		return fmt.Errorf("revert drift of %s: the checkout's spec, which the release's sensitive values are taken from: %w", st.Name, err)
 	}
 	spec, err := releaseSpecWithValues(rel.Spec, checkout)
 	if err != nil {
-		run.Err = fmt.Errorf("revert drift of %s to release %d: %w", st.Name, rel.Revision, err)
-		return run
+		return fmt.Errorf("revert drift of %s to release %d: %w", st.Name, rel.Revision, err)
 	}
-	origin := model.Origin{Command: "revert drift"}
-	if req.Origin != nil {
-		origin = *req.Origin
-		origin.Command = "revert drift"
+	var origin model.Origin
+	if s.req.Origin != nil {
+		origin = *s.req.Origin
 	}
-	origin.Reason = reason
-	target := engine.Stack{Project: st.Project.Name, Workspace: ws, Stack: st.Name, Spec: spec, Origin: &origin}
-	runtimes, err := r.Runtimes.Runtimes(ctx, RuntimeTarget{Stack: st, Workspace: ws, Spec: spec, CheckoutRoot: req.Root, Logger: log})
-	if err != nil {
-		run.Err = err
-		return run
-	}
-	eng := r.engine(runtimes, owned, log)
+	origin.Command, origin.Reason = "revert drift", reason
+	s.target.Spec, s.target.Origin = spec, &origin
 	want := rel.Revision
-	applyOpts := engine.ApplyOptions{NoWatch: r.NoWatch, SkipUnchanged: !req.RecordUnchanged, Precondition: func(latest *model.Release) error {
+	s.opts = engine.ApplyOptions{NoWatch: s.r.NoWatch, SkipUnchanged: !s.req.RecordUnchanged, Precondition: func(latest *model.Release) error {
 		// Asked atomically with taking the stack: a release made since the
 		// scan (an apply of a newer spec) is not undone by an older one.
 		if latest == nil || latest.Revision != want {
@@ -307,17 +286,7 @@ func (r *Runner) RevertDrift(ctx context.Context, req Request, revision uint64, 
 		}
 		return nil
 	}}
-	noSkip := func(context.Context) (string, error) { return "", nil }
-	res, _, err := r.whenFree(ctx, log, noSkip, func() (*engine.Result, error) { return eng.Apply(ctx, target, applyOpts) })
-	var sk *skipped
-	if errors.As(err, &sk) {
-		run.Skipped, err, res = sk.why, nil, nil
-	}
-	run.Err = err
-	if res != nil {
-		run.Preview, run.Release, run.Unchanged = res.Preview, res.Release, res.Unchanged
-	}
-	return run
+	return nil
 }
 
 // revertable says why rel cannot be applied again to revert drift.

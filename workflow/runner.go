@@ -184,15 +184,7 @@ func (r *Runner) engine(runtimes map[model.ResourceType]engine.Driver, store bac
 func (r *Runner) Run(ctx context.Context, req Request) *StackResult {
 	s := &stackRun{r: r, req: req, log: r.log(req), out: &StackResult{Started: time.Now()}}
 	defer s.close()
-	for _, step := range []func(context.Context) error{s.load, s.open, s.generate, s.connect, s.skip, s.prepare, s.execute} {
-		if err := step(ctx); err != nil {
-			s.out.Err = err
-			break
-		}
-		if s.out.Skipped != "" {
-			break
-		}
-	}
+	s.do(ctx, s.load, s.open, s.generate, s.connect, s.skip, s.prepare, s.execute)
 	if p := s.out.Preview; p != nil {
 		p.Offline = req.Offline
 		p.WorkspaceOrigin = s.out.WorkspaceOrigin
@@ -212,6 +204,20 @@ type stackRun struct {
 	owned  backend.Owned
 	eng    *engine.Engine
 	opts   engine.ApplyOptions
+}
+
+// do takes the steps in order, until one fails (its error is the run's)
+// or the run is skipped.
+func (s *stackRun) do(ctx context.Context, steps ...func(context.Context) error) {
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			s.out.Err = err
+			return
+		}
+		if s.out.Skipped != "" {
+			return
+		}
+	}
 }
 
 func (s *stackRun) close() {
