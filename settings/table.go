@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -116,7 +115,7 @@ var declared = []Setting{
 		Help:  "the repository's folder of Rego policies, read at the commit the change was made onto; none reads none",
 		Parse: func(s string) (any, error) { return strings.Trim(s, "/"), nil },
 		Check: check(func(d string) error {
-			if d != "none" && (d == "" || path.IsAbs(d) || path.Clean(d) != d || d == ".." || strings.HasPrefix(d, "../")) {
+			if d != "none" && !workflow.InRepository(d) {
 				return fmt.Errorf("%q is not a folder inside a repository (or none)", d)
 			}
 			return nil

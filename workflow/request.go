@@ -151,13 +151,20 @@ func (r Request) Check() error {
 	if _, err := ParseCommand(string(r.Command)); err != nil {
 		return fmt.Errorf("request: %w", err)
 	}
-	if r.Stack == "" || path.IsAbs(r.Stack) || path.Clean(r.Stack) != r.Stack || r.Stack == ".." || strings.HasPrefix(r.Stack, "../") {
+	if !InRepository(r.Stack) {
 		return fmt.Errorf("request: stack %q is not a folder inside the repository", r.Stack)
 	}
 	if !commitName.MatchString(r.Commit) {
 		return fmt.Errorf("request: commit %q is not a commit's hex name", r.Commit)
 	}
 	return nil
+}
+
+// InRepository says whether p names a folder inside a repository, as a
+// request's stack or a policy folder is given: a clean, relative,
+// slash-separated path that does not climb out.
+func InRepository(p string) bool {
+	return p != "" && !path.IsAbs(p) && path.Clean(p) == p && p != ".." && !strings.HasPrefix(p, "../")
 }
 
 var commitName = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
