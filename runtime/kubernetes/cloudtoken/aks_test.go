@@ -1,0 +1,204 @@
+package cloudtoken
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+const testTenant = "00000000-0000-0000-0000-0000000000aa"
+
+// entraServer stands in for login.microsoftonline.com: tenant metadata
+// and the token endpoint, which records the form it was sent.
+type entraServer struct {
+	*httptest.Server
+	status int
+	token  string
+
+	mu    sync.Mutex
+	forms []map[string]string
+}
+
+func newEntraServer(t *testing.T, status int, token string) *entraServer {
+	t.Helper()
+	e := &entraServer{status: status, token: token}
+	e.Server = httptest.NewTLSServer(http.HandlerFunc(e.serve))
+	t.Cleanup(e.Close)
+	return e
+}
+
+func (e *entraServer) serve(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	base := e.URL + "/" + testTenant
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/.well-known/openid-configuration"):
+		_ = json.NewEncoder(w).Encode(map[string]string{
+			"token_endpoint":         base + "/oauth2/v2.0/token",
+			"issuer":                 base + "/v2.0",
+			"authorization_endpoint": base + "/oauth2/v2.0/authorize",
+		})
+	case strings.HasSuffix(r.URL.Path, "/oauth2/v2.0/token"):
+		_ = r.ParseForm()
+		form := map[string]string{}
+		for k := range r.PostForm {
+			form[k] = r.PostForm.Get(k)
+		}
+		e.mu.Lock()
+		e.forms = append(e.forms, form)
+		e.mu.Unlock()
+		if e.status != http.StatusOK {
+			w.WriteHeader(e.status)
+			_, _ = w.Write([]byte(`{"error":"invalid_client","error_description":"AADSTS7000215: Invalid client secret provided."}`))
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": e.token, "expires_in": 3600, "token_type": "Bearer"})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (e *entraServer) lastForm() map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.forms) == 0 {
+		return nil
+	}
+	return e.forms[len(e.forms)-1]
+}
+
+func TestAKSToken(t *testing.T) {
+	const secret = "spn-secret-value"
+	assertion := filepath.Join(t.TempDir(), "azure-identity-token")
+	if err := os.WriteFile(assertion, []byte("federated-oidc-jwt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name         string
+		args         []string
+		env          []clientcmdapi.ExecEnvVar
+		status       int
+		wantScope    string
+		wantForm     map[string]string
+		wantErr      []string
+		wantNotInErr []string
+	}{
+		{
+			name:      "spn with a secret from the command line",
+			args:      []string{"get-token", "--login", "spn", "--server-id", DefaultAKSServerID, "--tenant-id", testTenant, "--client-id", "spn-client", "--client-secret", secret},
+			status:    http.StatusOK,
+			wantScope: DefaultAKSServerID + "/.default",
+			wantForm:  map[string]string{"client_id": "spn-client", "client_secret": secret, "grant_type": "client_credentials"},
+		},
+		{
+			name:      "spn with a secret from the exec env and a custom server app",
+			args:      []string{"get-token", "--login", "spn", "--server-id", "api://aks-custom", "--tenant-id", testTenant},
+			env:       []clientcmdapi.ExecEnvVar{{Name: "AAD_SERVICE_PRINCIPAL_CLIENT_ID", Value: "env-client"}, {Name: "AAD_SERVICE_PRINCIPAL_CLIENT_SECRET", Value: secret}},
+			status:    http.StatusOK,
+			wantScope: "api://aks-custom/.default",
+			wantForm:  map[string]string{"client_id": "env-client"},
+		},
+		{
+			name:      "workload identity",
+			args:      []string{"get-token", "--login", "workloadidentity", "--tenant-id", testTenant, "--client-id", "wi-client", "--federated-token-file", assertion},
+			status:    http.StatusOK,
+			wantScope: DefaultAKSServerID + "/.default",
+			wantForm:  map[string]string{"client_id": "wi-client", "client_assertion": "federated-oidc-jwt"},
+		},
+		{
+			name:         "refused secret names the client id, never the secret",
+			args:         []string{"get-token", "--login", "spn", "--tenant-id", testTenant, "--client-id", "spn-client", "--client-secret", secret},
+			status:       http.StatusUnauthorized,
+			wantErr:      []string{"aks token", "client id spn-client", "tenant " + testTenant, "getting an Entra ID token"},
+			wantNotInErr: []string{secret},
+		},
+		{
+			name:    "azurecli would run az",
+			args:    []string{"get-token", "--login", "azurecli", "--server-id", DefaultAKSServerID},
+			status:  http.StatusOK,
+			wantErr: []string{"aks token", "login azurecli", "running a command"},
+		},
+		{
+			name:    "devicecode needs a person",
+			args:    []string{"get-token", "--login", "devicecode"},
+			status:  http.StatusOK,
+			wantErr: []string{"aks token", "needs a person"},
+		},
+		{
+			name:    "spn without secret or certificate",
+			args:    []string{"get-token", "--login", "spn", "--tenant-id", testTenant, "--client-id", "c"},
+			status:  http.StatusOK,
+			wantErr: []string{"aks token", "client id c", "neither a client secret nor a client certificate"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := newEntraServer(t, tc.status, "entra-access-token")
+			p, err := Recognise(&clientcmdapi.ExecConfig{Command: "kubelogin", Args: tc.args, Env: tc.env})
+			if err != nil {
+				t.Fatalf("Recognise: %v", err)
+			}
+			src, err := NewSource(ctx, p, Options{
+				Getenv: func(string) string { return "" },
+				Azure: AzureOptions{
+					ClientOptions: azcore.ClientOptions{
+						Cloud:     cloud.Configuration{ActiveDirectoryAuthorityHost: srv.URL + "/"},
+						Transport: srv.Client(),
+					},
+					DisableInstanceDiscovery: true,
+				},
+			})
+			var tok Token
+			if err == nil {
+				tok, err = src.Token(ctx)
+			}
+			if len(tc.wantErr) > 0 {
+				var e *Error
+				if !errors.As(err, &e) || e.Cloud != AKS {
+					t.Fatalf("err = %v, want an aks *Error", err)
+				}
+				for _, s := range tc.wantErr {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not say %q", err, s)
+					}
+				}
+				for _, s := range tc.wantNotInErr {
+					if strings.Contains(err.Error(), s) {
+						t.Errorf("error contains the secret %q", s)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Token: %v", err)
+			}
+			if tok.Value != "entra-access-token" {
+				t.Errorf("token = %q", tok.Value)
+			}
+			if d := time.Until(tok.Expiry); d < 50*time.Minute || d > time.Hour+time.Minute {
+				t.Errorf("expiry in %s, want about an hour", d)
+			}
+			form := srv.lastForm()
+			if !strings.Contains(form["scope"], tc.wantScope) {
+				t.Errorf("scope = %q, want %q", form["scope"], tc.wantScope)
+			}
+			for k, v := range tc.wantForm {
+				if form[k] != v {
+					t.Errorf("token request %s = %q, want %q", k, form[k], v)
+				}
+			}
+		})
+	}
+}
