@@ -171,6 +171,42 @@ func NewSource(ctx context.Context, p Plugin, opts Options) (*Cache, error) {
 	return c, nil
 }
 
+// NewLazySource is NewSource deferred to the first token asked for, so a
+// client config can be resolved without a context or any I/O (the
+// runtime connects lazily); a failure to build is returned by every
+// Token call until one succeeds.
+func NewLazySource(p Plugin, opts Options) *Cache {
+	c := NewCache(&lazySource{plugin: p, opts: opts})
+	if opts.Now != nil {
+		c.Now = opts.Now
+	}
+	return c
+}
+
+type lazySource struct {
+	plugin Plugin
+	opts   Options
+
+	mu  sync.Mutex
+	src Source
+}
+
+func (l *lazySource) Token(ctx context.Context) (Token, error) {
+	l.mu.Lock()
+	if l.src == nil {
+		src, err := NewSource(ctx, l.plugin, l.opts)
+		if err != nil {
+			l.mu.Unlock()
+			return Token{}, err
+		}
+		// NewSource's Cache is dropped: the outer one caches already.
+		l.src = src.Source
+	}
+	src := l.src
+	l.mu.Unlock()
+	return src.Token(ctx)
+}
+
 // getenv looks in the exec entry's env, then the process environment.
 func (p Plugin) getenv(opts Options, name string) string {
 	if v, ok := p.Env[name]; ok {

@@ -163,3 +163,29 @@ func TestTransportFailsWithoutToken(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestLazySourceBuildsOnFirstToken(t *testing.T) {
+	ctx := context.Background()
+	p, err := Recognise(&clientcmdapi.ExecConfig{Command: "aws", Args: []string{"eks", "get-token", "--cluster-name", "demo", "--region", "eu-west-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := NewLazySource(p, Options{Getenv: func(string) string { return "" }, AWS: staticAWS("")})
+	first, err := src.Token(ctx)
+	if err != nil {
+		t.Fatalf("Token: %v", err)
+	}
+	if u := decodeEKSToken(t, first.Value); u.Host != "sts.eu-west-1.amazonaws.com" {
+		t.Errorf("host %s", u.Host)
+	}
+	again, err := src.Token(ctx)
+	if err != nil || again.Value != first.Value {
+		t.Errorf("second token not reused: %v", err)
+	}
+
+	// A plugin that cannot be built fails at the first token, naming it.
+	bad := NewLazySource(Plugin{Cloud: AKS, AKS: AKSParams{ServerID: DefaultAKSServerID, Login: "azurecli"}}, Options{})
+	if _, err := bad.Token(ctx); err == nil || !strings.Contains(err.Error(), "aks token") {
+		t.Errorf("err = %v, want an aks error", err)
+	}
+}
