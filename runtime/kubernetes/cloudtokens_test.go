@@ -69,6 +69,7 @@ func TestOperatorCloudTokens(t *testing.T) {
 		{name: "aks", user: cloudPlugins["aks"], cloudTokens: true},
 		{name: "off", user: cloudPlugins["eks"], wantExec: true},
 		{name: "unrecognised exec", user: "{exec: {apiVersion: client.authentication.k8s.io/v1, command: vault-login, interactiveMode: Never}}", cloudTokens: true, wantExec: true},
+		{name: "kubelogin azurecli runs az, as before", user: "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: kubelogin, args: [get-token, --login, azurecli, --server-id, 6dae42f8-4368-4678-94ff-3960e28e3630], interactiveMode: Never}}", cloudTokens: true, wantExec: true},
 		{name: "eks without a cluster", user: "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws, args: [eks, get-token], interactiveMode: Never}}", cloudTokens: true, wantErr: "no cluster name"},
 	}
 	for _, tc := range tests {

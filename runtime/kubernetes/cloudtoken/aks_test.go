@@ -124,18 +124,6 @@ func TestAKSToken(t *testing.T) {
 			wantNotInErr: []string{secret},
 		},
 		{
-			name:    "azurecli would run az",
-			args:    []string{"get-token", "--login", "azurecli", "--server-id", DefaultAKSServerID},
-			status:  http.StatusOK,
-			wantErr: []string{"aks token", "login azurecli", "running a command"},
-		},
-		{
-			name:    "devicecode needs a person",
-			args:    []string{"get-token", "--login", "devicecode"},
-			status:  http.StatusOK,
-			wantErr: []string{"aks token", "needs a person"},
-		},
-		{
 			name:    "spn without secret or certificate",
 			args:    []string{"get-token", "--login", "spn", "--tenant-id", testTenant, "--client-id", "c"},
 			status:  http.StatusOK,

@@ -29,6 +29,24 @@ const (
 // the caller treats it as an ordinary exec plugin (run only where allowed).
 var ErrNotRecognised = errors.New("exec entry is not a recognised cloud plugin")
 
+// ErrNotInProcess is returned, wrapped, for a recognised plugin whose
+// token cannot be computed in process: its mode runs a command (kubelogin
+// --login azurecli runs az) or needs a person (devicecode). It wraps
+// ErrNotRecognised, so a caller leaves such an entry to the exec rules,
+// as before this package: an operator whose runner has az keeps working.
+var ErrNotInProcess = fmt.Errorf("%w: its token cannot be computed in process", ErrNotRecognised)
+
+// kubeloginNotInProcess are kubelogin's login modes that run a command or
+// need a person, and why.
+var kubeloginNotInProcess = map[string]string{
+	"azurecli":        "it runs az",
+	"azd":             "it runs azd",
+	"azurepowershell": "it runs pwsh",
+	"devicecode":      "it needs a person (kubelogin's default login)",
+	"interactive":     "it needs a person",
+	"ropc":            "it needs a user's password",
+}
+
 // DefaultAKSServerID is the application id of the AKS AAD server, which
 // kubelogin uses when --server-id is not given.
 const DefaultAKSServerID = "6dae42f8-4368-4678-94ff-3960e28e3630"
@@ -126,6 +144,9 @@ func Recognise(exec *clientcmdapi.ExecConfig) (Plugin, error) {
 		}
 		if p.AKS.ServerID == "" {
 			p.AKS.ServerID = DefaultAKSServerID
+		}
+		if why, ok := kubeloginNotInProcess[p.AKS.Login]; ok {
+			return Plugin{}, fmt.Errorf("kubelogin --login %s: %w: %s", p.AKS.Login, ErrNotInProcess, why)
 		}
 	default:
 		return Plugin{}, ErrNotRecognised

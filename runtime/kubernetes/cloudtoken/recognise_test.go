@@ -95,6 +95,16 @@ func TestRecognise(t *testing.T) {
 			want: Plugin{Cloud: AKS, AKS: AKSParams{ServerID: "api://custom", Login: "spn", TenantID: "t3", ClientID: "c3", ClientSecret: "s3cr3t"}},
 		},
 		{
+			name:    "kubelogin azurecli runs az: left to the exec rules",
+			exec:    &clientcmdapi.ExecConfig{Command: "kubelogin", Args: []string{"get-token", "--login", "azurecli", "--server-id", DefaultAKSServerID}},
+			wantErr: ErrNotInProcess,
+		},
+		{
+			name:    "kubelogin devicecode needs a person: left to the exec rules",
+			exec:    &clientcmdapi.ExecConfig{Command: "kubelogin", Args: []string{"get-token", "-l", "devicecode"}},
+			wantErr: ErrNotRecognised,
+		},
+		{
 			name:    "kubelogin convert-kubeconfig is not a token plugin",
 			exec:    &clientcmdapi.ExecConfig{Command: "kubelogin", Args: []string{"convert-kubeconfig", "-l", "azurecli"}},
 			wantErr: ErrNotRecognised,
