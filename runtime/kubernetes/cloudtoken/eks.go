@@ -30,6 +30,9 @@ const (
 	eksTokenLifetime = 14 * time.Minute
 	// eksSessionName names the assumed-role session in CloudTrail.
 	eksSessionName = "kusionpr"
+	// eksRoleRenewal renews an assumed role's credentials this long before
+	// they expire, so a token presigned with them is not cut short.
+	eksRoleRenewal = 5 * time.Minute
 )
 
 // AWSOptions adjusts the AWS configuration loaded from the default chain.
@@ -42,6 +45,7 @@ type eksSource struct {
 	params   EKSParams
 	identity string
 	presign  *sts.PresignClient
+	creds    aws.CredentialsProvider
 	now      func() time.Time
 }
 
@@ -69,14 +73,34 @@ func newEKSSource(ctx context.Context, p Plugin, opts Options) (*eksSource, erro
 		base := sts.NewFromConfig(cfg)
 		cfg.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(base, p.EKS.RoleARN, func(o *stscreds.AssumeRoleOptions) {
 			o.RoleSessionName = eksSessionName
-		}))
+		}), func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = eksRoleRenewal })
+	}
+	if runsProcess(cfg.Credentials) {
+		return nil, &Error{Cloud: EKS, Identity: identity, Doing: "choosing AWS credentials",
+			Err: errors.New("the AWS profile's credential_process would run a command; give the runner credentials from the environment, web identity (IRSA), SSO or instance metadata")}
 	}
 	return &eksSource{
 		params:   p.EKS,
 		identity: identity,
 		presign:  sts.NewPresignClient(sts.NewFromConfig(cfg)),
+		creds:    cfg.Credentials,
 		now:      opts.now,
 	}, nil
+}
+
+// runsProcess says whether the credential chain resolved to a profile's
+// credential_process, which the SDK would run as a command.
+func runsProcess(p aws.CredentialsProvider) bool {
+	src, ok := p.(aws.CredentialProviderSource)
+	if !ok {
+		return false
+	}
+	for _, s := range src.ProviderSources() {
+		if s == aws.CredentialSourceProcess {
+			return true
+		}
+	}
+	return false
 }
 
 func eksIdentity(p EKSParams) string {
@@ -95,6 +119,19 @@ func eksIdentity(p EKSParams) string {
 // calls the URL and maps the returned ARN to a Kubernetes identity.
 func (s *eksSource) Token(ctx context.Context) (Token, error) {
 	now := s.now()
+	expiry := now.Add(eksTokenLifetime)
+	if s.creds == nil {
+		return Token{}, &Error{Cloud: EKS, Identity: s.identity, Doing: "getting AWS credentials", Err: errors.New("no credentials found in the default chain")}
+	}
+	// The presigned URL is refused once the credentials that signed it
+	// expire (a session's, an assumed role's), whatever X-Amz-Date says.
+	creds, err := s.creds.Retrieve(ctx)
+	if err != nil {
+		return Token{}, &Error{Cloud: EKS, Identity: s.identity, Doing: "getting AWS credentials", Err: err}
+	}
+	if creds.CanExpire && creds.Expires.Before(expiry) {
+		expiry = creds.Expires
+	}
 	req, err := s.presign.PresignGetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}, func(po *sts.PresignOptions) {
 		po.ClientOptions = append(po.ClientOptions, func(o *sts.Options) {
 			o.APIOptions = append(o.APIOptions,
@@ -112,6 +149,6 @@ func (s *eksSource) Token(ctx context.Context) (Token, error) {
 	}
 	return Token{
 		Value:  eksTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(req.URL)),
-		Expiry: now.Add(eksTokenLifetime),
+		Expiry: expiry,
 	}, nil
 }

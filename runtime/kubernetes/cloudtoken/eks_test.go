@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -189,9 +191,66 @@ func TestEKSErrorNamesCloudAndIdentity(t *testing.T) {
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %v, want *Error", err)
 	}
-	for _, want := range []string{"eks token", "cluster demo", "AWS profile ops", "presigning sts:GetCallerIdentity", "no web identity token file"} {
+	for _, want := range []string{"eks token", "cluster demo", "AWS profile ops", "getting AWS credentials", "no web identity token file"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// TestEKSTokenExpiryFollowsCredentials: a token signed with session
+// credentials that expire sooner than 14 minutes expires with them.
+func TestEKSTokenExpiryFollowsCredentials(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	soon := now.Add(5 * time.Minute)
+	provider := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: testAccessKey, SecretAccessKey: testSecretKey, SessionToken: testSession, CanExpire: true, Expires: soon}, nil
+	})
+	src, err := NewSource(ctx, Plugin{Cloud: EKS, EKS: EKSParams{ClusterName: "demo", Region: "eu-west-1"}}, Options{
+		Now: func() time.Time { return now },
+		AWS: AWSOptions{LoadOptions: []func(*config.LoadOptions) error{
+			config.WithCredentialsProvider(provider),
+			config.WithSharedConfigFiles([]string{}),
+			config.WithSharedCredentialsFiles([]string{}),
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := src.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tok.Expiry.Equal(soon) {
+		t.Errorf("expiry %s, want the credentials' %s", tok.Expiry, soon)
+	}
+}
+
+// TestEKSRefusesCredentialProcess: a profile whose credentials come from
+// credential_process would have the SDK run a command.
+func TestEKSRefusesCredentialProcess(t *testing.T) {
+	// The process environment must not offer credentials ahead of the
+	// profile.
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(k, "")
+	}
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "config")
+	marker := filepath.Join(dir, "ran")
+	if err := os.WriteFile(cfgFile, []byte("[profile ops]\nregion = eu-west-1\ncredential_process = /bin/sh -c 'touch "+marker+"'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p := Plugin{Cloud: EKS, EKS: EKSParams{ClusterName: "demo", Profile: "ops"}}
+	_, err := NewSource(ctx, p, Options{AWS: AWSOptions{LoadOptions: []func(*config.LoadOptions) error{
+		config.WithSharedConfigFiles([]string{cfgFile}),
+		config.WithSharedCredentialsFiles([]string{}),
+	}}})
+	if err == nil || !strings.Contains(err.Error(), "credential_process would run a command") || !strings.Contains(err.Error(), "AWS profile ops") {
+		t.Fatalf("err = %v, want the credential_process refusal naming the profile", err)
+	}
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Error("the credential_process ran")
 	}
 }
