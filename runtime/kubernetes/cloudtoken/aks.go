@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 )
@@ -46,6 +47,13 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 		tenantID = env("AZURE_TENANT_ID", "AAD_SERVICE_PRINCIPAL_TENANT_ID")
 	}
 	co := opts.Azure.ClientOptions
+	if co.Cloud.ActiveDirectoryAuthorityHost == "" {
+		c, err := azureCloud(firstNonEmpty(a.Environment, env("AZURE_ENVIRONMENT")))
+		if err != nil {
+			return nil, &Error{Cloud: AKS, Identity: fmt.Sprintf("server app %s, login %s", a.ServerID, login), Doing: "choosing the Azure cloud", Err: err}
+		}
+		co.Cloud = c
+	}
 	if host := firstNonEmpty(a.AuthorityHost, env("AZURE_AUTHORITY_HOST")); host != "" {
 		co.Cloud.ActiveDirectoryAuthorityHost = host
 	}
@@ -170,6 +178,21 @@ func (s *aksSource) Token(ctx context.Context) (Token, error) {
 		return Token{}, &Error{Cloud: AKS, Identity: s.identity, Doing: "getting an Entra ID token for " + s.scope, Err: err}
 	}
 	return Token{Value: t.Token, Expiry: t.ExpiresOn}, nil
+}
+
+// azureCloud maps kubelogin's --environment to the cloud whose Entra ID
+// issues the token; the sovereign clouds have their own authority hosts.
+func azureCloud(name string) (cloud.Configuration, error) {
+	switch strings.ToLower(name) {
+	case "", "azurepubliccloud", "azurecloud":
+		return cloud.AzurePublic, nil
+	case "azurechinacloud":
+		return cloud.AzureChina, nil
+	case "azureusgovernmentcloud", "azureusgovernment":
+		return cloud.AzureGovernment, nil
+	default:
+		return cloud.Configuration{}, fmt.Errorf("unknown environment %q: want AzurePublicCloud, AzureChinaCloud or AzureUSGovernmentCloud, or give --authority-host", name)
+	}
 }
 
 func firstNonEmpty(vs ...string) string {

@@ -190,3 +190,27 @@ func TestAKSToken(t *testing.T) {
 		})
 	}
 }
+
+func TestAzureCloud(t *testing.T) {
+	tests := []struct {
+		env, wantHost, wantErr string
+	}{
+		{"", cloud.AzurePublic.ActiveDirectoryAuthorityHost, ""},
+		{"AzurePublicCloud", cloud.AzurePublic.ActiveDirectoryAuthorityHost, ""},
+		{"AzureChinaCloud", cloud.AzureChina.ActiveDirectoryAuthorityHost, ""},
+		{"AzureUSGovernmentCloud", cloud.AzureGovernment.ActiveDirectoryAuthorityHost, ""},
+		{"AzureStackCloud", "", "unknown environment"},
+	}
+	for _, tc := range tests {
+		c, err := azureCloud(tc.env)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: err = %v, want %q", tc.env, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || c.ActiveDirectoryAuthorityHost != tc.wantHost {
+			t.Errorf("%q: host %q, err %v; want %q", tc.env, c.ActiveDirectoryAuthorityHost, err, tc.wantHost)
+		}
+	}
+}

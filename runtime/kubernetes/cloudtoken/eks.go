@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -57,6 +58,11 @@ func newEKSSource(ctx context.Context, p Plugin, opts Options) (*eksSource, erro
 	}
 	if p.EKS.Profile != "" {
 		load = append(load, config.WithSharedConfigProfile(p.EKS.Profile))
+	}
+	// Keys in the exec entry's env are what the plugin would have used;
+	// they come before the process's own.
+	if id, secret := p.Env["AWS_ACCESS_KEY_ID"], p.Env["AWS_SECRET_ACCESS_KEY"]; id != "" && secret != "" {
+		load = append(load, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, secret, p.Env["AWS_SESSION_TOKEN"])))
 	}
 	load = append(load, opts.AWS.LoadOptions...)
 	cfg, err := config.LoadDefaultConfig(ctx, load...)

@@ -16,6 +16,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Test credentials in AWS's documented example format; they sign, never
@@ -252,5 +253,29 @@ func TestEKSRefusesCredentialProcess(t *testing.T) {
 	}
 	if _, serr := os.Stat(marker); serr == nil {
 		t.Error("the credential_process ran")
+	}
+}
+
+// TestEKSCredentialsFromExecEnv: keys in the exec entry's env sign the
+// token, as the plugin would have used them.
+func TestEKSCredentialsFromExecEnv(t *testing.T) {
+	ctx := context.Background()
+	p, err := Recognise(&clientcmdapi.ExecConfig{Command: "aws", Args: []string{"eks", "get-token", "--cluster-name", "demo", "--region", "eu-west-1"},
+		Env: []clientcmdapi.ExecEnvVar{{Name: "AWS_ACCESS_KEY_ID", Value: "AKIAEXECENVEXAMPLE"}, {Name: "AWS_SECRET_ACCESS_KEY", Value: testSecretKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := NewSource(ctx, p, Options{AWS: AWSOptions{LoadOptions: []func(*config.LoadOptions) error{
+		config.WithSharedConfigFiles([]string{}), config.WithSharedCredentialsFiles([]string{}),
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := src.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred := decodeEKSToken(t, tok.Value).Query().Get("X-Amz-Credential"); !strings.HasPrefix(cred, "AKIAEXECENVEXAMPLE/") {
+		t.Errorf("signed with %q, want the exec env's key", cred)
 	}
 }

@@ -71,11 +71,14 @@ type EKSParams struct {
 
 // AKSParams are the parameters of kubelogin get-token.
 type AKSParams struct {
-	ServerID           string
-	Login              string
-	TenantID           string
-	ClientID           string
-	AuthorityHost      string
+	ServerID      string
+	Login         string
+	TenantID      string
+	ClientID      string
+	AuthorityHost string
+	// Environment is kubelogin's --environment (AzurePublicCloud,
+	// AzureChinaCloud, AzureUSGovernmentCloud).
+	Environment        string
 	FederatedTokenFile string
 	// ClientSecret may come from the command line (--client-secret); it is
 	// never put in an error.
@@ -84,6 +87,22 @@ type AKSParams struct {
 	ClientCertificate         string
 	ClientCertificatePassword string
 }
+
+// String keeps secrets given on kubelogin's command line out of logs.
+func (a AKSParams) String() string {
+	r := a
+	if r.ClientSecret != "" {
+		r.ClientSecret = "redacted"
+	}
+	if r.ClientCertificatePassword != "" {
+		r.ClientCertificatePassword = "redacted"
+	}
+	type plain AKSParams // no String method, so no recursion
+	return fmt.Sprintf("%+v", plain(r))
+}
+
+// GoString does the same for %#v.
+func (a AKSParams) GoString() string { return a.String() }
 
 // Recognise says which cloud plugin exec is and its parameters, or
 // returns ErrNotRecognised.
@@ -137,6 +156,7 @@ func Recognise(exec *clientcmdapi.ExecConfig) (Plugin, error) {
 			TenantID:                  first(flags, "tenant-id", "t"),
 			ClientID:                  first(flags, "client-id"),
 			AuthorityHost:             first(flags, "authority-host"),
+			Environment:               first(flags, "environment", "e"),
 			FederatedTokenFile:        first(flags, "federated-token-file"),
 			ClientSecret:              first(flags, "client-secret"),
 			ClientCertificate:         first(flags, "client-certificate"),

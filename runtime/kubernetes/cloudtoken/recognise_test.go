@@ -2,6 +2,7 @@ package cloudtoken
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -82,7 +83,7 @@ func TestRecognise(t *testing.T) {
 		{
 			name: "kubelogin workload identity",
 			exec: &clientcmdapi.ExecConfig{Command: "kubelogin", Args: []string{"get-token", "--login", "workloadidentity", "--server-id", "6dae42f8-4368-4678-94ff-3960e28e3630", "--tenant-id", "t1", "--client-id", "c1", "--environment", "AzurePublicCloud"}},
-			want: Plugin{Cloud: AKS, AKS: AKSParams{ServerID: DefaultAKSServerID, Login: "workloadidentity", TenantID: "t1", ClientID: "c1"}},
+			want: Plugin{Cloud: AKS, AKS: AKSParams{ServerID: DefaultAKSServerID, Login: "workloadidentity", TenantID: "t1", ClientID: "c1", Environment: "AzurePublicCloud"}},
 		},
 		{
 			name: "kubelogin short login flag, default server id",
@@ -152,4 +153,16 @@ func TestRecognise(t *testing.T) {
 
 func contains(s, sub string) bool {
 	return strings.Contains(s, sub)
+}
+
+// TestPluginPrintsNoSecret: a Plugin logged or printed in a failing test
+// does not show a client secret given on kubelogin's command line.
+func TestPluginPrintsNoSecret(t *testing.T) {
+	p := Plugin{Cloud: AKS, AKS: AKSParams{ClientID: "c", ClientSecret: "s3cr3t-value", ClientCertificatePassword: "pfx-pass"}}
+	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
+		out := fmt.Sprintf(f, p)
+		if strings.Contains(out, "s3cr3t-value") || strings.Contains(out, "pfx-pass") {
+			t.Errorf("%s prints a secret: %s", f, out)
+		}
+	}
 }
