@@ -82,6 +82,17 @@ func (c *Cache) Token(ctx context.Context) (Token, error) {
 	return t, nil
 }
 
+// Invalidate drops tok if it is still the cached one, so the next request
+// gets a fresh token: the server refused it (401) before its expiry, as
+// after a role's permissions or a federated credential changed.
+func (c *Cache) Invalidate(tok Token) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tok.Value == tok.Value {
+		c.tok = Token{}
+	}
+}
+
 // Transport sets Authorization: Bearer on every request from Source.
 type Transport struct {
 	Base   http.RoundTripper
@@ -101,8 +112,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return base.RoundTrip(r)
+	resp, err := base.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		// The request is not retried (its body may be spent); client-go
+		// retries or reports it, and the next one carries a new token, as
+		// client-go's exec authenticator does on a 401.
+		if inv, ok := t.Source.(interface{ Invalidate(Token) }); ok {
+			inv.Invalidate(tok)
+		}
+	}
+	return resp, err
 }
+
+// WrappedRoundTripper lets client-go reach the transport underneath (to
+// cancel requests, close idle connections).
+func (t *Transport) WrappedRoundTripper() http.RoundTripper { return t.Base }
 
 // Configure makes cfg authenticate with src instead of its exec plugin:
 // the exec entry and any other credential are removed, so client-go

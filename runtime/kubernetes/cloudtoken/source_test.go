@@ -189,3 +189,30 @@ func TestLazySourceBuildsOnFirstToken(t *testing.T) {
 		t.Errorf("err = %v, want an aks error", err)
 	}
 }
+
+// TestUnauthorizedDropsToken: a 401 makes the next request fetch a new
+// token though the old one has not expired.
+func TestUnauthorizedDropsToken(t *testing.T) {
+	var seen []string
+	status := http.StatusUnauthorized
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Header.Get("Authorization"))
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	now := time.Now()
+	src := &countingSource{now: func() time.Time { return now }, lifetime: time.Hour}
+	client := &http.Client{Transport: &Transport{Base: srv.Client().Transport, Source: NewCache(src)}}
+	for i := 0; i < 3; i++ {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		status = http.StatusOK
+	}
+	want := []string{"Bearer tok-1", "Bearer tok-2", "Bearer tok-2"}
+	if strings.Join(seen, ",") != strings.Join(want, ",") {
+		t.Errorf("Authorization sent %v, want %v", seen, want)
+	}
+}
