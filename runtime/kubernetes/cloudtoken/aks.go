@@ -1,6 +1,7 @@
 package cloudtoken
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,13 +49,13 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 	}
 	co := opts.Azure.ClientOptions
 	if co.Cloud.ActiveDirectoryAuthorityHost == "" {
-		c, err := azureCloud(firstNonEmpty(a.Environment, env("AZURE_ENVIRONMENT")))
+		c, err := azureCloud(cmp.Or(a.Environment, env("AZURE_ENVIRONMENT")))
 		if err != nil {
 			return nil, &Error{Cloud: AKS, Identity: fmt.Sprintf("server app %s, login %s", a.ServerID, login), Doing: "choosing the Azure cloud", Err: err}
 		}
 		co.Cloud = c
 	}
-	if host := firstNonEmpty(a.AuthorityHost, env("AZURE_AUTHORITY_HOST")); host != "" {
+	if host := cmp.Or(a.AuthorityHost, env("AZURE_AUTHORITY_HOST")); host != "" {
 		co.Cloud.ActiveDirectoryAuthorityHost = host
 	}
 	identity := func(id string) string {
@@ -77,12 +78,12 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 	)
 	switch login {
 	case "workloadidentity":
-		clientID = firstNonEmpty(clientID, env("AZURE_CLIENT_ID"))
+		clientID = cmp.Or(clientID, env("AZURE_CLIENT_ID"))
 		cred, err = azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
 			ClientOptions:            co,
 			ClientID:                 clientID,
 			TenantID:                 tenantID,
-			TokenFilePath:            firstNonEmpty(a.FederatedTokenFile, env("AZURE_FEDERATED_TOKEN_FILE")),
+			TokenFilePath:            cmp.Or(a.FederatedTokenFile, env("AZURE_FEDERATED_TOKEN_FILE")),
 			DisableInstanceDiscovery: opts.Azure.DisableInstanceDiscovery,
 		})
 	case "msi":
@@ -92,9 +93,9 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 		}
 		cred, err = azidentity.NewManagedIdentityCredential(o)
 	case "spn":
-		clientID = firstNonEmpty(clientID, env("AAD_SERVICE_PRINCIPAL_CLIENT_ID", "AZURE_CLIENT_ID"))
-		secret := firstNonEmpty(a.ClientSecret, env("AAD_SERVICE_PRINCIPAL_CLIENT_SECRET", "AZURE_CLIENT_SECRET"))
-		certFile := firstNonEmpty(a.ClientCertificate, env("AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE", "AZURE_CLIENT_CERTIFICATE_PATH"))
+		clientID = cmp.Or(clientID, env("AAD_SERVICE_PRINCIPAL_CLIENT_ID", "AZURE_CLIENT_ID"))
+		secret := cmp.Or(a.ClientSecret, env("AAD_SERVICE_PRINCIPAL_CLIENT_SECRET", "AZURE_CLIENT_SECRET"))
+		certFile := cmp.Or(a.ClientCertificate, env("AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE", "AZURE_CLIENT_CERTIFICATE_PATH"))
 		switch {
 		case secret != "":
 			cred, err = azidentity.NewClientSecretCredential(tenantID, clientID, secret, &azidentity.ClientSecretCredentialOptions{
@@ -106,7 +107,7 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 			if rerr != nil {
 				return nil, fail(clientID, "reading the client certificate", rerr)
 			}
-			certs, key, perr := azidentity.ParseCertificates(data, []byte(firstNonEmpty(a.ClientCertificatePassword, env("AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE_PASSWORD", "AZURE_CLIENT_CERTIFICATE_PASSWORD"))))
+			certs, key, perr := azidentity.ParseCertificates(data, []byte(cmp.Or(a.ClientCertificatePassword, env("AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE_PASSWORD", "AZURE_CLIENT_CERTIFICATE_PASSWORD"))))
 			if perr != nil {
 				return nil, fail(clientID, "parsing the client certificate", perr)
 			}
@@ -121,7 +122,7 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 		// kubelogin's own default is devicecode, which needs a person;
 		// on a runner the useful default is DefaultAzureCredential's
 		// chain without its members that run az, azd or pwsh.
-		clientID = firstNonEmpty(clientID, env("AZURE_CLIENT_ID"))
+		clientID = cmp.Or(clientID, env("AZURE_CLIENT_ID"))
 		cred, err = defaultChain(co, clientID, tenantID, env("AZURE_FEDERATED_TOKEN_FILE"), opts.Azure.DisableInstanceDiscovery)
 	case "azurecli", "azd", "azurepowershell", "devicecode", "interactive", "ropc":
 		// Recognise refuses these already; a Plugin built by hand may not.
@@ -193,13 +194,4 @@ func azureCloud(name string) (cloud.Configuration, error) {
 	default:
 		return cloud.Configuration{}, fmt.Errorf("unknown environment %q: want AzurePublicCloud, AzureChinaCloud or AzureUSGovernmentCloud, or give --authority-host", name)
 	}
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

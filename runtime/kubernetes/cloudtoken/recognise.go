@@ -7,9 +7,11 @@
 package cloudtoken
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -88,6 +90,27 @@ type AKSParams struct {
 	ClientCertificatePassword string
 }
 
+// String keeps the exec env's values (AWS_SECRET_ACCESS_KEY, ...) and
+// kubelogin's secrets out of logs: only the env's names are shown.
+func (p Plugin) String() string {
+	names := make([]string, 0, len(p.Env))
+	for k := range p.Env {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	switch p.Cloud {
+	case EKS:
+		return fmt.Sprintf("%s %+v env %v", p.Cloud, p.EKS, names)
+	case AKS:
+		return fmt.Sprintf("%s %v env %v", p.Cloud, p.AKS, names)
+	default:
+		return fmt.Sprintf("%s env %v", p.Cloud, names)
+	}
+}
+
+// GoString does the same for %#v.
+func (p Plugin) GoString() string { return p.String() }
+
 // String keeps secrets given on kubelogin's command line out of logs.
 func (a AKSParams) String() string {
 	r := a
@@ -151,8 +174,9 @@ func Recognise(exec *clientcmdapi.ExecConfig) (Plugin, error) {
 		}
 		p.Cloud = AKS
 		p.AKS = AKSParams{
-			ServerID:                  first(flags, "server-id"),
-			Login:                     strings.ToLower(first(flags, "login", "l")),
+			ServerID: first(flags, "server-id"),
+			// kubelogin reads AAD_LOGIN_METHOD when --login is not given.
+			Login:                     strings.ToLower(cmp.Or(first(flags, "login", "l"), env["AAD_LOGIN_METHOD"])),
 			TenantID:                  first(flags, "tenant-id", "t"),
 			ClientID:                  first(flags, "client-id"),
 			AuthorityHost:             first(flags, "authority-host"),

@@ -106,6 +106,11 @@ func TestRecognise(t *testing.T) {
 			wantErr: ErrNotRecognised,
 		},
 		{
+			name: "kubelogin login from AAD_LOGIN_METHOD",
+			exec: &clientcmdapi.ExecConfig{Command: "kubelogin", Args: []string{"get-token"}, Env: env("AAD_LOGIN_METHOD", "msi")},
+			want: Plugin{Cloud: AKS, AKS: AKSParams{ServerID: DefaultAKSServerID, Login: "msi"}},
+		},
+		{
 			name:    "kubelogin convert-kubeconfig is not a token plugin",
 			exec:    &clientcmdapi.ExecConfig{Command: "kubelogin", Args: []string{"convert-kubeconfig", "-l", "azurecli"}},
 			wantErr: ErrNotRecognised,
@@ -158,11 +163,16 @@ func contains(s, sub string) bool {
 // TestPluginPrintsNoSecret: a Plugin logged or printed in a failing test
 // does not show a client secret given on kubelogin's command line.
 func TestPluginPrintsNoSecret(t *testing.T) {
-	p := Plugin{Cloud: AKS, AKS: AKSParams{ClientID: "c", ClientSecret: "s3cr3t-value", ClientCertificatePassword: "pfx-pass"}}
-	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
-		out := fmt.Sprintf(f, p)
-		if strings.Contains(out, "s3cr3t-value") || strings.Contains(out, "pfx-pass") {
-			t.Errorf("%s prints a secret: %s", f, out)
+	plugins := []Plugin{
+		{Cloud: AKS, AKS: AKSParams{ClientID: "c", ClientSecret: "s3cr3t-value", ClientCertificatePassword: "pfx-pass"}},
+		{Cloud: EKS, EKS: EKSParams{ClusterName: "demo"}, Env: map[string]string{"AWS_SECRET_ACCESS_KEY": "s3cr3t-value"}},
+	}
+	for _, p := range plugins {
+		for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
+			out := fmt.Sprintf(f, p)
+			if strings.Contains(out, "s3cr3t-value") || strings.Contains(out, "pfx-pass") {
+				t.Errorf("%s prints a secret: %s", f, out)
+			}
 		}
 	}
 }
