@@ -1,9 +1,16 @@
 package cloudtoken
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,6 +91,12 @@ func TestAKSToken(t *testing.T) {
 	if err := os.WriteFile(assertion, []byte("federated-oidc-jwt"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The process's own Azure settings stay out: the default chain's
+	// environment member reads them.
+	for _, k := range []string{"AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PATH", "AZURE_USERNAME", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_AUTHORITY_HOST"} {
+		t.Setenv(k, "")
+	}
+	certFile := writeTestCertificate(t)
 	tests := []struct {
 		name         string
 		args         []string
@@ -115,6 +128,23 @@ func TestAKSToken(t *testing.T) {
 			status:    http.StatusOK,
 			wantScope: DefaultAKSServerID + "/.default",
 			wantForm:  map[string]string{"client_id": "wi-client", "client_assertion": "federated-oidc-jwt"},
+		},
+		{
+			name:      "spn with a client certificate",
+			args:      []string{"get-token", "--login", "spn", "--tenant-id", testTenant, "--client-id", "cert-client", "--client-certificate", certFile},
+			status:    http.StatusOK,
+			wantScope: DefaultAKSServerID + "/.default",
+			wantForm:  map[string]string{"client_id": "cert-client", "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"},
+		},
+		{
+			name: "no --login: the command-free default chain finds workload identity in the exec env",
+			args: []string{"get-token", "--server-id", DefaultAKSServerID},
+			env: []clientcmdapi.ExecEnvVar{
+				{Name: "AZURE_CLIENT_ID", Value: "chain-client"}, {Name: "AZURE_TENANT_ID", Value: testTenant}, {Name: "AZURE_FEDERATED_TOKEN_FILE", Value: assertion},
+			},
+			status:    http.StatusOK,
+			wantScope: DefaultAKSServerID + "/.default",
+			wantForm:  map[string]string{"client_id": "chain-client", "client_assertion": "federated-oidc-jwt"},
 		},
 		{
 			name:         "refused secret names the client id, never the secret",
@@ -213,4 +243,27 @@ func TestAzureCloud(t *testing.T) {
 			t.Errorf("%q: host %q, err %v; want %q", tc.env, c.ActiveDirectoryAuthorityHost, err, tc.wantHost)
 		}
 	}
+}
+
+// writeTestCertificate writes a self-signed certificate and its key as
+// PEM, as a service principal's certificate file holds them.
+func writeTestCertificate(t *testing.T) string {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "spn"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	_ = pem.Encode(&buf, &pem.Block{Type: "CERTIFICATE", Bytes: der})
+	_ = pem.Encode(&buf, &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	f := filepath.Join(t.TempDir(), "spn.pem")
+	if err := os.WriteFile(f, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
