@@ -2,7 +2,11 @@ package cloudtoken
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -70,6 +74,19 @@ func TestGKEToken(t *testing.T) {
 				return map[string]any{"type": "authorized_user", "client_id": "123.apps.googleusercontent.com", "client_secret": "csecret", "refresh_token": refreshToken, "token_uri": tokenURL}
 			},
 			wantToken: "ya29.user",
+		},
+		{
+			name:   "service_account key",
+			status: http.StatusOK,
+			creds: func(t *testing.T, tokenURL string) map[string]any {
+				key, err := rsa.GenerateKey(rand.Reader, 2048)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+				return map[string]any{"type": "service_account", "client_email": "ci@p.iam.gserviceaccount.com", "private_key_id": "k1", "private_key": string(pemKey), "token_uri": tokenURL, "project_id": "p"}
+			},
+			wantToken: "ya29.sa",
 		},
 		{
 			name:   "external_account from a file subject token",
