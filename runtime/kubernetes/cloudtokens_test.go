@@ -23,9 +23,9 @@ var cloudPlugins = map[string]string{
 }
 
 // TestSpecKubeconfigCloudPlugin: a spec's kubeconfig naming a cloud
-// plugin is refused by default like any exec entry, and where the
-// operator allows exec it runs as an exec entry: the runner's cloud
-// identity is never computed in process for a server the spec names.
+// plugin is refused by default like any exec entry; only where the
+// operator allows exec is its token computed in process (the runner's
+// cloud identity, for a server the spec names).
 func TestSpecKubeconfigCloudPlugin(t *testing.T) {
 	for name, user := range cloudPlugins {
 		t.Run(name, func(t *testing.T) {
@@ -38,15 +38,20 @@ func TestSpecKubeconfigCloudPlugin(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("allowed exec: ok %v, err %v", ok, err)
 			}
-			if c.CloudTokens {
-				t.Fatal("a spec's kubeconfig got in-process cloud tokens")
+			if !c.CloudTokens {
+				t.Fatal("exec allowed, but the cloud plugin's token is not computed in process")
 			}
 			rc, err := c.withDefaults().restConfig()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rc.ExecProvider == nil {
-				t.Error("the allowed exec entry was replaced")
+			if rc.ExecProvider != nil {
+				t.Error("the cloud plugin would still run as a command")
+			}
+			// Other allowances do not bring it.
+			c, _, err = FromSpecContext(SpecContext{Context: map[string]any{ContextKubeconfigContent: kubeconfig("{server: 'https://example.test:6443'}", "{token: t}")}, StackDir: t.TempDir(), Allow: Allowance{Files: true, AuthProvider: true}})
+			if err != nil || c.CloudTokens {
+				t.Errorf("without exec: CloudTokens %v, err %v", c.CloudTokens, err)
 			}
 		})
 	}

@@ -90,10 +90,12 @@ type Config struct {
 	// plugin (aws eks get-token, aws-iam-authenticator,
 	// gke-gcloud-auth-plugin, kubelogin get-token) in process with the
 	// cloud's SDK and the runner's cloud identity, instead of running the
-	// command; other exec entries are left to client-go as before. Only
-	// the operator's kubeconfigs should set it: a spec's kubeconfig names
-	// the server the runner's cloud token would be sent to, so
-	// FromSpecContext never sets it.
+	// command (the image has none of them); other exec entries, and
+	// kubelogin's modes that run az or need a person, are left to
+	// client-go as before. The operator's kubeconfigs set it (connect). A
+	// spec's kubeconfig names the server the runner's cloud token is sent
+	// to, so FromSpecContext sets it only where the operator allows exec,
+	// which hands the spec's author that identity already.
 	CloudTokens bool
 }
 

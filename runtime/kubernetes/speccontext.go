@@ -156,7 +156,10 @@ func FromSpecContext(sc SpecContext) (c Config, ok bool, err error) {
 	if err := sc.check(field, raw); err != nil {
 		return c, false, err
 	}
-	return Config{Loaded: raw, KubeconfigName: "the spec's context " + field, ForceConflicts: true}, true, nil
+	// A cloud plugin's token is computed in process only behind the exec
+	// allowance: it is the runner's cloud identity, sent to the server
+	// the spec names, which an allowed exec command could take anyway.
+	return Config{Loaded: raw, KubeconfigName: "the spec's context " + field, ForceConflicts: true, CloudTokens: sc.Allow.Exec}, true, nil
 }
 
 // readPath reads the kubeconfig file KUBECONFIG_PATH names: in the checkout
