@@ -27,12 +27,14 @@ var cloudPlugins = map[string]string{
 // operator allows exec is its token computed in process (the runner's
 // cloud identity, for a server the spec names).
 func TestSpecKubeconfigCloudPlugin(t *testing.T) {
+	clouds := map[string]string{"eks": "eks", "aws-iam-authenticator": "eks", "gke": "gke", "aks": "aks"}
 	for name, user := range cloudPlugins {
 		t.Run(name, func(t *testing.T) {
 			ctx := map[string]any{ContextKubeconfigContent: kubeconfig("{server: 'https://example.test:6443'}", user)}
 			_, _, err := FromSpecContext(SpecContext{Context: ctx, StackDir: t.TempDir(), Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"})
-			if err == nil || !strings.Contains(err.Error(), "exec (a credential plugin") {
-				t.Fatalf("err = %v, want the exec refusal", err)
+			want := `user "u": exec (the ` + clouds[name] + ` credential plugin: the runner's cloud identity's token would be sent to the spec's server) is not allowed in a spec; the operator allows it by adding exec to KUSIONPR_SPEC_KUBECONFIG_ALLOW`
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err = %v\nwant %s", err, want)
 			}
 			c, ok, err := FromSpecContext(SpecContext{Context: ctx, StackDir: t.TempDir(), Allow: Allowance{Exec: true}})
 			if err != nil || !ok {
