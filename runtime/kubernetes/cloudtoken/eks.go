@@ -51,7 +51,7 @@ type eksSource struct {
 }
 
 func newEKSSource(ctx context.Context, p Plugin, opts Options) (*eksSource, error) {
-	identity := eksIdentity(p.EKS)
+	identity := eksIdentity(p)
 	var load []func(*config.LoadOptions) error
 	if p.EKS.Region != "" {
 		load = append(load, config.WithRegion(p.EKS.Region))
@@ -73,6 +73,11 @@ func newEKSSource(ctx context.Context, p Plugin, opts Options) (*eksSource, erro
 		// STS needs a region to sign for; the CLI falls back the same way.
 		cfg.Region = "us-east-1"
 	}
+	// Checked before a role wraps the chain, which hides its source.
+	if runsProcess(cfg.Credentials) {
+		return nil, &Error{Cloud: EKS, Identity: identity, Doing: "choosing AWS credentials",
+			Err: errors.New("the AWS profile's credential_process would run a command; give the runner credentials from the environment, web identity (IRSA), SSO or instance metadata")}
+	}
 	if p.EKS.RoleARN != "" {
 		// The role is assumed with the default chain's credentials, then
 		// cached until shortly before the session expires.
@@ -80,10 +85,6 @@ func newEKSSource(ctx context.Context, p Plugin, opts Options) (*eksSource, erro
 		cfg.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(base, p.EKS.RoleARN, func(o *stscreds.AssumeRoleOptions) {
 			o.RoleSessionName = eksSessionName
 		}), func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = eksRoleRenewal })
-	}
-	if runsProcess(cfg.Credentials) {
-		return nil, &Error{Cloud: EKS, Identity: identity, Doing: "choosing AWS credentials",
-			Err: errors.New("the AWS profile's credential_process would run a command; give the runner credentials from the environment, web identity (IRSA), SSO or instance metadata")}
 	}
 	return &eksSource{
 		params:   p.EKS,
@@ -109,7 +110,17 @@ func runsProcess(p aws.CredentialsProvider) bool {
 	return false
 }
 
-func eksIdentity(p EKSParams) string {
+func eksIdentity(p Plugin) string {
+	switch {
+	case p.EKS.RoleARN != "":
+		return fmt.Sprintf("cluster %s, role %s", p.EKS.ClusterName, p.EKS.RoleARN)
+	case p.Env["AWS_ACCESS_KEY_ID"] != "":
+		return fmt.Sprintf("cluster %s, the access keys in the exec entry's env", p.EKS.ClusterName)
+	}
+	return eksChainIdentity(p.EKS)
+}
+
+func eksChainIdentity(p EKSParams) string {
 	switch {
 	case p.RoleARN != "":
 		return fmt.Sprintf("cluster %s, role %s", p.ClusterName, p.RoleARN)

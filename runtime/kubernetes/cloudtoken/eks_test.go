@@ -279,3 +279,22 @@ func TestEKSCredentialsFromExecEnv(t *testing.T) {
 		t.Errorf("signed with %q, want the exec env's key", cred)
 	}
 }
+
+// TestEKSRefusesCredentialProcessUnderRole: the check sees the chain the
+// role is assumed with.
+func TestEKSRefusesCredentialProcessUnderRole(t *testing.T) {
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(k, "")
+	}
+	cfgFile := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(cfgFile, []byte("[profile ops]\nregion = eu-west-1\ncredential_process = /bin/false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := Plugin{Cloud: EKS, EKS: EKSParams{ClusterName: "demo", Profile: "ops", RoleARN: "arn:aws:iam::111122223333:role/deployer"}}
+	_, err := NewSource(context.Background(), p, Options{AWS: AWSOptions{LoadOptions: []func(*config.LoadOptions) error{
+		config.WithSharedConfigFiles([]string{cfgFile}), config.WithSharedCredentialsFiles([]string{}),
+	}}})
+	if err == nil || !strings.Contains(err.Error(), "credential_process") || !strings.Contains(err.Error(), "role arn:aws:iam::111122223333:role/deployer") {
+		t.Fatalf("err = %v, want the credential_process refusal naming the role", err)
+	}
+}
