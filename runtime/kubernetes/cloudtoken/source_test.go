@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,5 +215,35 @@ func TestUnauthorizedDropsToken(t *testing.T) {
 	want := []string{"Bearer tok-1", "Bearer tok-2", "Bearer tok-2"}
 	if strings.Join(seen, ",") != strings.Join(want, ",") {
 		t.Errorf("Authorization sent %v, want %v", seen, want)
+	}
+}
+
+// TestCacheConcurrent: concurrent requests share one token (run with -race).
+func TestCacheConcurrent(t *testing.T) {
+	now := time.Now()
+	src := &countingSource{now: func() time.Time { return now }, lifetime: time.Hour}
+	c := NewCache(src)
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if tok, err := c.Token(context.Background()); err != nil || tok.Value != "tok-1" {
+				t.Errorf("token %v, err %v", tok.Value, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if src.calls != 1 {
+		t.Errorf("source asked %d times, want 1", src.calls)
+	}
+}
+
+func TestErrorUnwraps(t *testing.T) {
+	cause := errors.New("denied")
+	err := fmt.Errorf("reaching the cluster: %w", &Error{Cloud: AKS, Identity: "client id c", Doing: "getting an Entra ID token", Err: cause})
+	var e *Error
+	if !errors.Is(err, cause) || !errors.As(err, &e) || e.Cloud != AKS {
+		t.Errorf("errors.Is/As do not see through %v", err)
 	}
 }
