@@ -23,6 +23,11 @@ import (
 // "files" allowed it is read; otherwise the operator's own kubeconfig
 // takes its place when there is one, and the stack is refused when there
 // is none. Nothing of the spec's chooses how to authenticate either way.
+//
+// The operator's kubeconfigs get the managed clusters' exec plugins (aws
+// eks get-token, gke-gcloud-auth-plugin, kubelogin) computed in process
+// (kubernetes.Config.CloudTokens): the image has none of those commands.
+// A spec's gets it only where SpecAllow has exec.
 type Clusters struct {
 	// Kubeconfigs maps a workspace to the kubeconfig file its stacks use,
 	// whatever their spec's context says.
@@ -64,7 +69,7 @@ func (c Clusters) kubernetesConfig(st *project.Stack, workspace string, spec *mo
 		if c.KubeconfigsName != "" {
 			name = c.KubeconfigsName + ", " + name
 		}
-		return kubernetes.Config{Kubeconfig: path, KubeconfigName: name, ForceConflicts: true}, nil
+		return kubernetes.Config{Kubeconfig: path, KubeconfigName: name, ForceConflicts: true, CloudTokens: true}, nil
 	}
 	cfg, ok, err := kubernetes.FromSpecContext(kubernetes.SpecContext{
 		Context: specCtx, StackDir: st.Path, Root: root, Allow: c.SpecAllow, Setting: c.Setting,
@@ -86,7 +91,7 @@ func (c Clusters) kubernetesConfig(st *project.Stack, workspace string, spec *mo
 		return cfg, fmt.Errorf("stack %s: %w", st.Path, err)
 	}
 	if !ok {
-		cfg = kubernetes.Config{Kubeconfig: c.Kubeconfig, KubeconfigContent: c.KubeconfigContent, KubeconfigName: c.KubeconfigName, ForceConflicts: true}
+		cfg = kubernetes.Config{Kubeconfig: c.Kubeconfig, KubeconfigContent: c.KubeconfigContent, KubeconfigName: c.KubeconfigName, ForceConflicts: true, CloudTokens: true}
 	}
 	return cfg, nil
 }

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kusionpr/kusionpr/runtime/kubernetes/cloudtoken"
 )
 
 // Context keys of a Spec (or workspace) that locate the cluster. A spec's
@@ -83,6 +85,18 @@ type Config struct {
 	// WrapTransport, if set, wraps the HTTP transport of every client (for
 	// metrics, tracing or tests counting requests).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+
+	// CloudTokens computes the token of a well-known managed-cluster exec
+	// plugin (aws eks get-token, aws-iam-authenticator,
+	// gke-gcloud-auth-plugin, kubelogin get-token) in process with the
+	// cloud's SDK and the runner's cloud identity, instead of running the
+	// command (the image has none of them); other exec entries, and
+	// kubelogin's modes that run az or need a person, are left to
+	// client-go as before. The operator's kubeconfigs set it (connect). A
+	// spec's kubeconfig names the server the runner's cloud token is sent
+	// to, so FromSpecContext sets it only where the operator allows exec,
+	// which hands the spec's author that identity already.
+	CloudTokens bool
 }
 
 func (c Config) withDefaults() Config {
@@ -190,6 +204,18 @@ func (c Config) resolve() (*rest.Config, ClusterRef, error) {
 	rc.QPS, rc.Burst = c.QPS, c.Burst
 	rc.UserAgent = "kusionpr"
 	rc.WarningHandler = slogWarnings{c.Logger}
+	if c.CloudTokens && rc.ExecProvider != nil {
+		// Before WrapTransport, so the caller's wrapper sees the bearer
+		// token's requests as it saw the exec plugin's.
+		p, err := cloudtoken.Recognise(rc.ExecProvider)
+		switch {
+		case errors.Is(err, cloudtoken.ErrNotRecognised):
+		case err != nil:
+			return nil, ref, fmt.Errorf("load kubeconfig %s: %w", ref.Kubeconfig, err)
+		default:
+			cloudtoken.Configure(rc, cloudtoken.NewLazySource(p, cloudtoken.Options{}))
+		}
+	}
 	if c.WrapTransport != nil {
 		rc.Wrap(c.WrapTransport)
 	}

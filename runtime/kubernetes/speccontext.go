@@ -14,6 +14,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kusionpr/kusionpr/internal/confine"
+	"github.com/kusionpr/kusionpr/runtime/kubernetes/cloudtoken"
 )
 
 // Allowance says what a kubeconfig in a spec's context may bring beyond a
@@ -156,7 +157,10 @@ func FromSpecContext(sc SpecContext) (c Config, ok bool, err error) {
 	if err := sc.check(field, raw); err != nil {
 		return c, false, err
 	}
-	return Config{Loaded: raw, KubeconfigName: "the spec's context " + field, ForceConflicts: true}, true, nil
+	// A cloud plugin's token is computed in process only behind the exec
+	// allowance: it is the runner's cloud identity, sent to the server
+	// the spec names, which an allowed exec command could take anyway.
+	return Config{Loaded: raw, KubeconfigName: "the spec's context " + field, ForceConflicts: true, CloudTokens: sc.Allow.Exec}, true, nil
 }
 
 // readPath reads the kubeconfig file KUBECONFIG_PATH names: in the checkout
@@ -214,7 +218,13 @@ func (sc SpecContext) check(field string, raw *clientcmdapi.Config) error {
 			errs = append(errs, fmt.Errorf("spec context %s: user %s: %s is not allowed in a spec; %s", field, quoteName(name), what, sc.allowHint(allowance)))
 		}
 		if u.Exec != nil && !sc.Allow.Exec {
-			refuse("exec (a credential plugin: it would run a command on the runner)", AllowExec)
+			if p, err := cloudtoken.Recognise(u.Exec); err == nil {
+				// Computed in process, it runs nothing, but it hands over
+				// the runner's cloud identity all the same.
+				refuse(fmt.Sprintf("exec (the %s credential plugin: the runner's cloud identity's token would be sent to the spec's server)", p.Cloud), AllowExec)
+			} else {
+				refuse("exec (a credential plugin: it would run a command on the runner)", AllowExec)
+			}
 		}
 		if u.AuthProvider != nil && !sc.Allow.AuthProvider {
 			refuse("auth-provider", AllowAuthProvider)

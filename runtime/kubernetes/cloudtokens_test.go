@@ -1,0 +1,143 @@
+package kubernetes
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+)
+
+// cloudPlugins are the exec entries of the managed clusters' kubeconfigs,
+// as eksctl, aws eks update-kubeconfig, gcloud and az aks get-credentials
+// write them (commands on no runner's PATH here).
+var cloudPlugins = map[string]string{
+	"eks":                   "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws, args: [--region, eu-west-1, eks, get-token, --cluster-name, demo], interactiveMode: Never}}",
+	"aws-iam-authenticator": "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws-iam-authenticator, args: [token, -i, demo], interactiveMode: Never}}",
+	"gke":                   "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: gke-gcloud-auth-plugin, interactiveMode: Never, provideClusterInfo: true}}",
+	"aks":                   "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: kubelogin, args: [get-token, --login, workloadidentity, --server-id, 6dae42f8-4368-4678-94ff-3960e28e3630], interactiveMode: Never}}",
+}
+
+// TestSpecKubeconfigCloudPlugin: a spec's kubeconfig naming a cloud
+// plugin is refused by default like any exec entry; only where the
+// operator allows exec is its token computed in process (the runner's
+// cloud identity, for a server the spec names).
+func TestSpecKubeconfigCloudPlugin(t *testing.T) {
+	clouds := map[string]string{"eks": "eks", "aws-iam-authenticator": "eks", "gke": "gke", "aks": "aks"}
+	for name, user := range cloudPlugins {
+		t.Run(name, func(t *testing.T) {
+			ctx := map[string]any{ContextKubeconfigContent: kubeconfig("{server: 'https://example.test:6443'}", user)}
+			_, _, err := FromSpecContext(SpecContext{Context: ctx, StackDir: t.TempDir(), Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"})
+			want := `user "u": exec (the ` + clouds[name] + ` credential plugin: the runner's cloud identity's token would be sent to the spec's server) is not allowed in a spec; the operator allows it by adding exec to KUSIONPR_SPEC_KUBECONFIG_ALLOW`
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err = %v\nwant %s", err, want)
+			}
+			c, ok, err := FromSpecContext(SpecContext{Context: ctx, StackDir: t.TempDir(), Allow: Allowance{Exec: true}})
+			if err != nil || !ok {
+				t.Fatalf("allowed exec: ok %v, err %v", ok, err)
+			}
+			if !c.CloudTokens {
+				t.Fatal("exec allowed, but the cloud plugin's token is not computed in process")
+			}
+			rc, err := c.withDefaults().restConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.ExecProvider != nil {
+				t.Error("the cloud plugin would still run as a command")
+			}
+			// Other allowances do not bring it.
+			c, _, err = FromSpecContext(SpecContext{Context: map[string]any{ContextKubeconfigContent: kubeconfig("{server: 'https://example.test:6443'}", "{token: t}")}, StackDir: t.TempDir(), Allow: Allowance{Files: true, AuthProvider: true}})
+			if err != nil || c.CloudTokens {
+				t.Errorf("without exec: CloudTokens %v, err %v", c.CloudTokens, err)
+			}
+		})
+	}
+}
+
+// TestOperatorCloudTokens: with CloudTokens, a recognised plugin's exec
+// entry is replaced by the in-process token, any other is left alone.
+func TestOperatorCloudTokens(t *testing.T) {
+	const server = "{server: 'https://example.test:6443'}"
+	tests := []struct {
+		name        string
+		user        string
+		cloudTokens bool
+		wantExec    bool
+		wantErr     string
+	}{
+		{name: "eks", user: cloudPlugins["eks"], cloudTokens: true},
+		{name: "aws-iam-authenticator", user: cloudPlugins["aws-iam-authenticator"], cloudTokens: true},
+		{name: "gke", user: cloudPlugins["gke"], cloudTokens: true},
+		{name: "aks", user: cloudPlugins["aks"], cloudTokens: true},
+		{name: "off", user: cloudPlugins["eks"], wantExec: true},
+		{name: "unrecognised exec", user: "{exec: {apiVersion: client.authentication.k8s.io/v1, command: vault-login, interactiveMode: Never}}", cloudTokens: true, wantExec: true},
+		{name: "kubelogin azurecli runs az, as before", user: "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: kubelogin, args: [get-token, --login, azurecli, --server-id, 6dae42f8-4368-4678-94ff-3960e28e3630], interactiveMode: Never}}", cloudTokens: true, wantExec: true},
+		{name: "eks without a cluster", user: "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws, args: [eks, get-token], interactiveMode: Never}}", cloudTokens: true, wantErr: "no cluster name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc, err := Config{KubeconfigContent: kubeconfig(server, tc.user), CloudTokens: tc.cloudTokens}.withDefaults().restConfig()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rc.ExecProvider != nil; got != tc.wantExec {
+				t.Errorf("exec entry kept = %v, want %v", got, tc.wantExec)
+			}
+			if !tc.wantExec && rc.WrapTransport == nil {
+				t.Error("no bearer transport")
+			}
+		})
+	}
+}
+
+// TestOperatorCloudTokensEndToEnd: an operator's GKE kubeconfig reaches
+// the API server with the ADC token from a local token endpoint, and the
+// plugin's command (absent here) never runs.
+func TestOperatorCloudTokensEndToEnd(t *testing.T) {
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"ya29.e2e","token_type":"Bearer","expires_in":3600}`))
+	}))
+	defer tokens.Close()
+	var auth []string
+	// client-go sends credentials only over TLS.
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = append(auth, r.Header.Get("Authorization"))
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer api.Close()
+
+	adc, _ := json.Marshal(map[string]string{"type": "authorized_user", "client_id": "c.apps.googleusercontent.com", "client_secret": "s", "refresh_token": "r", "token_uri": tokens.URL})
+	file := filepath.Join(t.TempDir(), "adc.json")
+	if err := os.WriteFile(file, adc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	user := "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: /nonexistent/gke-gcloud-auth-plugin, interactiveMode: Never, env: [{name: GOOGLE_APPLICATION_CREDENTIALS, value: '" + file + "'}]}}"
+	rc, err := Config{KubeconfigContent: kubeconfig("{server: '"+api.URL+"', insecure-skip-tls-verify: true}", user), CloudTokens: true}.withDefaults().restConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(api.URL + "/version")
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	_ = resp.Body.Close()
+	if len(auth) != 1 || auth[0] != "Bearer ya29.e2e" {
+		t.Errorf("Authorization = %q, want Bearer ya29.e2e", auth)
+	}
+}
