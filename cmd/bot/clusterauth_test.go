@@ -142,8 +142,9 @@ func TestModuleBinarySeesNoSecrets(t *testing.T) {
 // the cluster through an exec plugin, a tokenFile outside the checkout and
 // a KUBECONFIG_PATH outside the checkout. By default each stack's comment
 // names the field and KUSIONPR_SPEC_KUBECONFIG_ALLOW, and the plugin never
-// ran. With exec and files allowed, the same comment previews all three
-// against the test cluster, and the plugin's environment held neither the
+// ran; so does a fourth's, naming the EKS plugin. With exec and files
+// allowed, the same comment previews the first three against the test
+// cluster (the EKS one still refused, naming cloud-identity), and the plugin's environment held neither the
 // App's key nor the webhook secret.
 func TestSpecKubeconfigRefusedUnlessAllowed(t *testing.T) {
 	var keyLine string
@@ -196,14 +197,27 @@ func TestSpecKubeconfigRefusedUnlessAllowed(t *testing.T) {
 	w.url = w.start().url
 	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", comment())
 	for _, s := range stacks {
+		if s.CloudIdentity {
+			continue
+		}
 		w.waitFor("the preview of "+s.Dir, func() bool { return strings.Contains(stackComment(s.Dir), ":memo: Preview of stack") })
 		body := stackComment(s.Dir)
 		if !strings.Contains(body, "v1:ConfigMap:"+s.Namespace+":settings") || strings.Contains(body, "not allowed in a spec") {
 			t.Errorf("%s: allowed, the preview is not shown:\n%s", s.Dir, body)
 		}
 	}
+	// exec does not lend the runner's cloud identity: that stack's
+	// comment (updated in place) still refuses it.
+	for _, s := range stacks {
+		if body := stackComment(s.Dir); s.CloudIdentity && !strings.Contains(body, s.Refusal[len(s.Refusal)-1]) {
+			t.Errorf("%s: with exec and files allowed, not refused naming cloud-identity:\n%s", s.Dir, body)
+		}
+	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("allowed, the exec plugin did not run: %v", err)
+	}
+	if _, err := os.Stat(marker + ".cloud"); err == nil {
+		t.Error("the spec's aws plugin ran as a command")
 	}
 	b, err := os.ReadFile(envDump)
 	if err != nil {

@@ -33,6 +33,9 @@ type HostileStack struct {
 	Namespace string
 	// Refusal is what a refusal of it says, after "spec context ".
 	Refusal []string
+	// CloudIdentity says it needs the cloud-identity allowance, which
+	// "exec, files" does not bring: it is refused with those too.
+	CloudIdentity bool
 }
 
 // WriteHostileStacks writes under root three stacks of one Namespace and
@@ -41,7 +44,9 @@ type HostileStack struct {
 // envDump and prints the cluster's token as an ExecCredential); a tokenFile
 // outside the checkout holding the token (a file of the runner's); a
 // KUBECONFIG_PATH naming the test cluster's kubeconfig, outside the
-// checkout. Each is its own project. setting is the name refusals give.
+// checkout; the EKS plugin, its command a recorder named aws that touches
+// marker+".cloud" (its token would be the runner's cloud identity's). Each is
+// its own project. setting is the name refusals give.
 func WriteHostileStacks(t testing.TB, root, suffix, marker, envDump, setting string) []HostileStack {
 	t.Helper()
 	server, token := ClusterAccess(t)
@@ -60,16 +65,23 @@ current-context: test
 	}
 	credential := fmt.Sprintf(`{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}`, token)
 	script := fmt.Sprintf("touch %s; env > %s; printf '%%s' '%s'", marker, envDump, credential)
+	aws := filepath.Join(t.TempDir(), "aws")
+	if err := os.WriteFile(aws, []byte(fmt.Sprintf("#!/bin/sh\ntouch %s.cloud\nprintf '%%s' '%s'\n", marker, credential)), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	stacks := []struct {
 		name, context string
 		refusal       []string
+		cloud         bool
 	}{
 		{"exec", "KUBECONFIG_CONTENT: " + quoteYAML(kubeconfig(fmt.Sprintf("{exec: {apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never, command: sh, args: [-c, %q]}}", script))),
-			[]string{"KUBECONFIG_CONTENT: user", "pr-author", "exec (a credential plugin: it would run a command on the runner) is not allowed in a spec", "adding exec to " + setting}},
+			[]string{"KUBECONFIG_CONTENT: user", "pr-author", "exec (a credential plugin: it would run a command on the runner) is not allowed in a spec", "adding exec to " + setting}, false},
 		{"tokenfile", "KUBECONFIG_CONTENT: " + quoteYAML(kubeconfig(fmt.Sprintf("{tokenFile: %q}", tokenFile))),
-			[]string{"KUBECONFIG_CONTENT: user", "pr-author", "tokenFile (a file of the runner; write the token inline instead) is not allowed in a spec", "adding files to " + setting}},
+			[]string{"KUBECONFIG_CONTENT: user", "pr-author", "tokenFile (a file of the runner; write the token inline instead) is not allowed in a spec", "adding files to " + setting}, false},
 		{"outside", "KUBECONFIG_PATH: " + quoteYAML(Kubeconfig(t)),
-			[]string{"KUBECONFIG_PATH: the file lies outside the checkout", "adding files to " + setting}},
+			[]string{"KUBECONFIG_PATH: the file lies outside the checkout", "adding files to " + setting}, false},
+		{"cloud", "KUBECONFIG_CONTENT: " + quoteYAML(kubeconfig(fmt.Sprintf("{exec: {apiVersion: client.authentication.k8s.io/v1beta1, interactiveMode: Never, command: %q, args: [eks, get-token, --cluster-name, prod]}}", aws))),
+			[]string{"KUBECONFIG_CONTENT: user", "pr-author", "the eks credential plugin (" + aws + ": its token, made from the runner's cloud identity, would be sent to the spec's server) is not allowed in a spec", "adding cloud-identity to " + setting}, true},
 	}
 	var out []HostileStack
 	for _, s := range stacks {
@@ -98,7 +110,7 @@ context:
 				t.Fatal(err)
 			}
 		}
-		out = append(out, HostileStack{Dir: dir, Namespace: ns, Refusal: s.refusal})
+		out = append(out, HostileStack{Dir: dir, Namespace: ns, Refusal: s.refusal, CloudIdentity: s.cloud})
 	}
 	return out
 }

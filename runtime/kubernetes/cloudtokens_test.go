@@ -23,25 +23,29 @@ var cloudPlugins = map[string]string{
 }
 
 // TestSpecKubeconfigCloudPlugin: a spec's kubeconfig naming a cloud
-// plugin is refused by default like any exec entry; only where the
-// operator allows exec is its token computed in process (the runner's
-// cloud identity, for a server the spec names).
+// plugin is refused by default, naming the cloud-identity allowance, and
+// the exec allowance does not bring it (the command would not run, so
+// allowing commands is not lending the identity); only with
+// cloud-identity is its token computed in process.
 func TestSpecKubeconfigCloudPlugin(t *testing.T) {
 	clouds := map[string]string{"eks": "eks", "aws-iam-authenticator": "eks", "gke": "gke", "aks": "aks"}
 	for name, user := range cloudPlugins {
 		t.Run(name, func(t *testing.T) {
 			ctx := map[string]any{ContextKubeconfigContent: kubeconfig("{server: 'https://example.test:6443'}", user)}
-			_, _, err := FromSpecContext(SpecContext{Context: ctx, StackDir: t.TempDir(), Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"})
-			want := `user "u": exec (the ` + clouds[name] + ` credential plugin: the runner's cloud identity's token would be sent to the spec's server) is not allowed in a spec; the operator allows it by adding exec to KUSIONPR_SPEC_KUBECONFIG_ALLOW`
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Fatalf("err = %v\nwant %s", err, want)
+			want := `user "u": the ` + clouds[name] + ` credential plugin (`
+			hint := `its token, made from the runner's cloud identity, would be sent to the spec's server) is not allowed in a spec; the operator allows it by adding cloud-identity to KUSIONPR_SPEC_KUBECONFIG_ALLOW`
+			for _, allow := range []Allowance{{}, {Exec: true, Files: true, AuthProvider: true}} {
+				_, _, err := FromSpecContext(SpecContext{Context: ctx, StackDir: t.TempDir(), Allow: allow, Setting: "KUSIONPR_SPEC_KUBECONFIG_ALLOW"})
+				if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), hint) {
+					t.Fatalf("allowing %s: err = %v\nwant %s...%s", allow, err, want, hint)
+				}
 			}
-			c, ok, err := FromSpecContext(SpecContext{Context: ctx, StackDir: t.TempDir(), Allow: Allowance{Exec: true}})
+			c, ok, err := FromSpecContext(SpecContext{Context: ctx, StackDir: t.TempDir(), Allow: Allowance{CloudIdentity: true}})
 			if err != nil || !ok {
-				t.Fatalf("allowed exec: ok %v, err %v", ok, err)
+				t.Fatalf("allowed cloud-identity: ok %v, err %v", ok, err)
 			}
 			if !c.CloudTokens {
-				t.Fatal("exec allowed, but the cloud plugin's token is not computed in process")
+				t.Fatal("cloud-identity allowed, but the cloud plugin's token is not computed in process")
 			}
 			rc, err := c.withDefaults().restConfig()
 			if err != nil {
@@ -50,12 +54,12 @@ func TestSpecKubeconfigCloudPlugin(t *testing.T) {
 			if rc.ExecProvider != nil {
 				t.Error("the cloud plugin would still run as a command")
 			}
-			// Other allowances do not bring it.
-			c, _, err = FromSpecContext(SpecContext{Context: map[string]any{ContextKubeconfigContent: kubeconfig("{server: 'https://example.test:6443'}", "{token: t}")}, StackDir: t.TempDir(), Allow: Allowance{Files: true, AuthProvider: true}})
-			if err != nil || c.CloudTokens {
-				t.Errorf("without exec: CloudTokens %v, err %v", c.CloudTokens, err)
-			}
 		})
+	}
+	// cloud-identity lets no other exec entry run.
+	other := map[string]any{ContextKubeconfigContent: kubeconfig("{server: 'https://example.test:6443'}", "{exec: {apiVersion: client.authentication.k8s.io/v1, command: vault-login, interactiveMode: Never}}")}
+	if _, _, err := FromSpecContext(SpecContext{Context: other, StackDir: t.TempDir(), Allow: Allowance{CloudIdentity: true}}); err == nil || !strings.Contains(err.Error(), "adding exec to") {
+		t.Errorf("another exec entry with cloud-identity allowed: err = %v, want it refused naming exec", err)
 	}
 }
 

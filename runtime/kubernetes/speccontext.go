@@ -35,6 +35,13 @@ type Allowance struct {
 	// the checkout: the author has any file the runner can read sent to a
 	// server of their choice.
 	Files bool
+	// CloudIdentity lets a user name a managed cluster's credential plugin
+	// (aws eks get-token, aws-iam-authenticator, gke-gcloud-auth-plugin,
+	// kubelogin), whose token is computed in process from the runner's
+	// cloud identity: nothing runs, but that token goes to the server the
+	// author names. Exec does not bring it: the command would not run,
+	// so allowing commands says nothing about lending the identity.
+	CloudIdentity bool
 }
 
 // Allowance names, as the operator writes them in a list setting.
@@ -42,6 +49,7 @@ const (
 	AllowExec         = "exec"
 	AllowAuthProvider = "auth-provider"
 	AllowFiles        = "files"
+	AllowCloud        = "cloud-identity"
 )
 
 // ParseAllowance reads a list of allowance names; "none" and empty items
@@ -56,9 +64,11 @@ func ParseAllowance(names []string) (Allowance, error) {
 			a.AuthProvider = true
 		case AllowFiles:
 			a.Files = true
+		case AllowCloud:
+			a.CloudIdentity = true
 		case "", "none":
 		default:
-			return a, fmt.Errorf("unknown allowance %q: want %s, %s or %s", n, AllowExec, AllowAuthProvider, AllowFiles)
+			return a, fmt.Errorf("unknown allowance %q: want %s, %s, %s or %s", n, AllowExec, AllowAuthProvider, AllowFiles, AllowCloud)
 		}
 	}
 	return a, nil
@@ -75,6 +85,9 @@ func (a Allowance) String() string {
 	}
 	if a.Files {
 		out = append(out, AllowFiles)
+	}
+	if a.CloudIdentity {
+		out = append(out, AllowCloud)
 	}
 	if len(out) == 0 {
 		return "none"
@@ -157,10 +170,9 @@ func FromSpecContext(sc SpecContext) (c Config, ok bool, err error) {
 	if err := sc.check(field, raw); err != nil {
 		return c, false, err
 	}
-	// A cloud plugin's token is computed in process only behind the exec
-	// allowance: it is the runner's cloud identity, sent to the server
-	// the spec names, which an allowed exec command could take anyway.
-	return Config{Loaded: raw, KubeconfigName: "the spec's context " + field, ForceConflicts: true, CloudTokens: sc.Allow.Exec}, true, nil
+	// check let a cloud plugin through only behind its own allowance, so
+	// computing its token here lends what the operator allowed.
+	return Config{Loaded: raw, KubeconfigName: "the spec's context " + field, ForceConflicts: true, CloudTokens: sc.Allow.CloudIdentity}, true, nil
 }
 
 // readPath reads the kubeconfig file KUBECONFIG_PATH names: in the checkout
@@ -217,14 +229,14 @@ func (sc SpecContext) check(field string, raw *clientcmdapi.Config) error {
 		refuse := func(what, allowance string) {
 			errs = append(errs, fmt.Errorf("spec context %s: user %s: %s is not allowed in a spec; %s", field, quoteName(name), what, sc.allowHint(allowance)))
 		}
-		if u.Exec != nil && !sc.Allow.Exec {
-			if p, err := cloudtoken.Recognise(u.Exec); err == nil {
-				// Computed in process, it runs nothing, but it hands over
-				// the runner's cloud identity all the same.
-				refuse(fmt.Sprintf("exec (the %s credential plugin: the runner's cloud identity's token would be sent to the spec's server)", p.Cloud), AllowExec)
-			} else {
-				refuse("exec (a credential plugin: it would run a command on the runner)", AllowExec)
+		if p, err := cloudtoken.Recognise(u.Exec); err == nil {
+			// Computed in process, it runs nothing, but it hands over the
+			// runner's cloud identity: its own allowance, whatever exec's.
+			if !sc.Allow.CloudIdentity {
+				refuse(fmt.Sprintf("the %s credential plugin (%s: its token, made from the runner's cloud identity, would be sent to the spec's server)", p.Cloud, u.Exec.Command), AllowCloud)
 			}
+		} else if u.Exec != nil && !sc.Allow.Exec {
+			refuse("exec (a credential plugin: it would run a command on the runner)", AllowExec)
 		}
 		if u.AuthProvider != nil && !sc.Allow.AuthProvider {
 			refuse("auth-provider", AllowAuthProvider)

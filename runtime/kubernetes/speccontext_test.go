@@ -131,11 +131,11 @@ func TestFromSpecContext(t *testing.T) {
 }
 
 func TestParseAllowance(t *testing.T) {
-	a, err := ParseAllowance([]string{" exec", "Files", "", "none"})
-	if err != nil || a != (Allowance{Exec: true, Files: true}) || a.String() != "exec,files" {
+	a, err := ParseAllowance([]string{" exec", "Files", "", "none", "cloud-identity"})
+	if err != nil || a != (Allowance{Exec: true, Files: true, CloudIdentity: true}) || a.String() != "exec,files,cloud-identity" {
 		t.Errorf("got %+v (%s), %v", a, a, err)
 	}
-	if _, err := ParseAllowance([]string{"everything"}); err == nil || !strings.Contains(err.Error(), `unknown allowance "everything": want exec, auth-provider or files`) {
+	if _, err := ParseAllowance([]string{"everything"}); err == nil || !strings.Contains(err.Error(), `unknown allowance "everything": want exec, auth-provider, files or cloud-identity`) {
 		t.Errorf("unknown name: %v", err)
 	}
 	if (Allowance{}).String() != "none" {
