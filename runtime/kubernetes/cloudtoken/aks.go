@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -58,6 +59,11 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 	if host := cmp.Or(a.AuthorityHost, env("AZURE_AUTHORITY_HOST")); host != "" {
 		co.Cloud.ActiveDirectoryAuthorityHost = host
 	}
+	// Instance discovery asks login.microsoftonline.com whether the
+	// authority is Entra ID's; an authority the operator names that is
+	// none of Entra ID's clouds (Azure Stack, a disconnected cloud) is
+	// trusted as named, as azidentity's option says to do for those.
+	noDiscovery := opts.Azure.DisableInstanceDiscovery || !entraHost(co.Cloud.ActiveDirectoryAuthorityHost)
 	identity := func(id string) string {
 		s := fmt.Sprintf("server app %s, login %s", a.ServerID, login)
 		if id != "" {
@@ -79,12 +85,18 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 	switch login {
 	case "workloadidentity":
 		clientID = cmp.Or(clientID, env("AZURE_CLIENT_ID"))
+		tokenFile := cmp.Or(a.FederatedTokenFile, env("AZURE_FEDERATED_TOKEN_FILE"))
+		if gh := githubOIDCFrom(env); tokenFile == "" && gh != nil {
+			// In a GitHub Actions job the federated token is the job's.
+			cred, err = gitHubAssertion(co, tenantID, clientID, gh, noDiscovery)
+			break
+		}
 		cred, err = azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
 			ClientOptions:            co,
 			ClientID:                 clientID,
 			TenantID:                 tenantID,
-			TokenFilePath:            cmp.Or(a.FederatedTokenFile, env("AZURE_FEDERATED_TOKEN_FILE")),
-			DisableInstanceDiscovery: opts.Azure.DisableInstanceDiscovery,
+			TokenFilePath:            tokenFile,
+			DisableInstanceDiscovery: noDiscovery,
 		})
 	case "msi":
 		o := &azidentity.ManagedIdentityCredentialOptions{ClientOptions: co}
@@ -100,7 +112,7 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 		case secret != "":
 			cred, err = azidentity.NewClientSecretCredential(tenantID, clientID, secret, &azidentity.ClientSecretCredentialOptions{
 				ClientOptions:            co,
-				DisableInstanceDiscovery: opts.Azure.DisableInstanceDiscovery,
+				DisableInstanceDiscovery: noDiscovery,
 			})
 		case certFile != "":
 			data, rerr := os.ReadFile(certFile)
@@ -113,7 +125,7 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 			}
 			cred, err = azidentity.NewClientCertificateCredential(tenantID, clientID, certs, key, &azidentity.ClientCertificateCredentialOptions{
 				ClientOptions:            co,
-				DisableInstanceDiscovery: opts.Azure.DisableInstanceDiscovery,
+				DisableInstanceDiscovery: noDiscovery,
 			})
 		default:
 			return nil, fail(clientID, "building the service principal credential", errors.New("neither a client secret nor a client certificate is set (--client-secret, AAD_SERVICE_PRINCIPAL_CLIENT_SECRET, AZURE_CLIENT_SECRET or a certificate)"))
@@ -123,7 +135,7 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 		// on a runner the useful default is DefaultAzureCredential's
 		// chain without its members that run az, azd or pwsh.
 		clientID = cmp.Or(clientID, env("AZURE_CLIENT_ID"))
-		cred, err = defaultChain(co, clientID, tenantID, env("AZURE_FEDERATED_TOKEN_FILE"), opts.Azure.DisableInstanceDiscovery)
+		cred, err = defaultChain(co, clientID, tenantID, env("AZURE_FEDERATED_TOKEN_FILE"), githubOIDCFrom(env), noDiscovery)
 	case "azurecli", "azd", "azurepowershell", "devicecode", "interactive", "ropc":
 		// Recognise refuses these already; a Plugin built by hand may not.
 		return nil, fail(clientID, "choosing a credential", fmt.Errorf("login %s: %w", login, ErrNotInProcess))
@@ -139,11 +151,20 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 // defaultChain tries the credentials that need no command, in
 // DefaultAzureCredential's order; members that cannot be built in this
 // environment are left out, as DefaultAzureCredential does.
-func defaultChain(co azcore.ClientOptions, clientID, tenantID, tokenFile string, noDiscovery bool) (azcore.TokenCredential, error) {
+func defaultChain(co azcore.ClientOptions, clientID, tenantID, tokenFile string, gh *githubOIDC, noDiscovery bool) (azcore.TokenCredential, error) {
 	var (
 		creds []azcore.TokenCredential
 		errs  []error
 	)
+	if tokenFile == "" && gh != nil {
+		// A GitHub Actions job's own token comes first: azure/login's
+		// OIDC login leaves nothing else an SDK reads.
+		if c, err := gitHubAssertion(co, tenantID, clientID, gh, noDiscovery); err == nil {
+			creds = append(creds, c)
+		} else {
+			errs = append(errs, fmt.Errorf("GitHub Actions OIDC: %w", err))
+		}
+	}
 	if c, err := azidentity.NewEnvironmentCredential(&azidentity.EnvironmentCredentialOptions{ClientOptions: co, DisableInstanceDiscovery: noDiscovery}); err == nil {
 		creds = append(creds, c)
 	} else {
@@ -169,6 +190,32 @@ func defaultChain(co azcore.ClientOptions, clientID, tenantID, tokenFile string,
 		return nil, errors.Join(errs...)
 	}
 	return azidentity.NewChainedTokenCredential(creds, nil)
+}
+
+// gitHubAssertion exchanges the job's GitHub OIDC token for the client's
+// Entra ID token, through the federated credential the client trusts.
+func gitHubAssertion(co azcore.ClientOptions, tenantID, clientID string, gh *githubOIDC, noDiscovery bool) (azcore.TokenCredential, error) {
+	if tenantID == "" || clientID == "" {
+		return nil, errors.New("a GitHub Actions OIDC login needs AZURE_CLIENT_ID and AZURE_TENANT_ID (or --client-id and --tenant-id)")
+	}
+	return azidentity.NewClientAssertionCredential(tenantID, clientID, func(ctx context.Context) (string, error) {
+		return gh.Token(ctx, azureExchangeAudience)
+	}, &azidentity.ClientAssertionCredentialOptions{ClientOptions: co, DisableInstanceDiscovery: noDiscovery})
+}
+
+// entraHost says whether host (an authority URL) is one of Entra ID's
+// public or sovereign clouds, which instance discovery knows.
+func entraHost(authority string) bool {
+	u, err := url.Parse(authority)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(u.Hostname()) {
+	case "login.microsoftonline.com", "login.microsoft.com", "login.windows.net", "sts.windows.net",
+		"login.chinacloudapi.cn", "login.microsoftonline.us", "login.microsoftonline.de":
+		return true
+	}
+	return false
 }
 
 // Token returns an Entra ID access token for the AKS server app, which

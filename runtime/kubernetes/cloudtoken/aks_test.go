@@ -97,6 +97,24 @@ func TestAKSToken(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	certFile := writeTestCertificate(t)
+	// GitHub's OIDC token endpoint, as the runner offers it to a job with
+	// id-token: write: the request token authorises, the audience is
+	// Entra ID's exchange audience.
+	const requestToken = "gh-request-token-value"
+	gh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+requestToken || r.URL.Query().Get("api-version") != "2.0" {
+			http.Error(w, `{"message":"unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"value": "gh.oidc." + r.URL.Query().Get("audience")})
+	}))
+	t.Cleanup(gh.Close)
+	ghEnv := func(token string) []clientcmdapi.ExecEnvVar {
+		return []clientcmdapi.ExecEnvVar{
+			{Name: "AZURE_CLIENT_ID", Value: "gh-client"}, {Name: "AZURE_TENANT_ID", Value: testTenant},
+			{Name: "ACTIONS_ID_TOKEN_REQUEST_URL", Value: gh.URL + "/token?api-version=2.0"}, {Name: "ACTIONS_ID_TOKEN_REQUEST_TOKEN", Value: token},
+		}
+	}
 	tests := []struct {
 		name         string
 		args         []string
@@ -145,6 +163,30 @@ func TestAKSToken(t *testing.T) {
 			status:    http.StatusOK,
 			wantScope: DefaultAKSServerID + "/.default",
 			wantForm:  map[string]string{"client_id": "chain-client", "client_assertion": "federated-oidc-jwt"},
+		},
+		{
+			name:      "workload identity in a GitHub Actions job: the job's OIDC token is the assertion",
+			args:      []string{"get-token", "--login", "workloadidentity", "--server-id", DefaultAKSServerID},
+			env:       ghEnv(requestToken),
+			status:    http.StatusOK,
+			wantScope: DefaultAKSServerID + "/.default",
+			wantForm:  map[string]string{"client_id": "gh-client", "client_assertion": "gh.oidc.api://AzureADTokenExchange"},
+		},
+		{
+			name:      "no --login in a GitHub Actions job",
+			args:      []string{"get-token", "--server-id", DefaultAKSServerID},
+			env:       ghEnv(requestToken),
+			status:    http.StatusOK,
+			wantScope: DefaultAKSServerID + "/.default",
+			wantForm:  map[string]string{"client_id": "gh-client", "client_assertion": "gh.oidc.api://AzureADTokenExchange"},
+		},
+		{
+			name:         "a job without id-token: write is told so, its request token unsaid",
+			args:         []string{"get-token", "--login", "workloadidentity"},
+			env:          ghEnv("wrong-request-token"),
+			status:       http.StatusOK,
+			wantErr:      []string{"aks token", "client id gh-client", "401 Unauthorized", "id-token: write"},
+			wantNotInErr: []string{"wrong-request-token"},
 		},
 		{
 			name:         "refused secret names the client id, never the secret",
