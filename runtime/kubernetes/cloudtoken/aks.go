@@ -86,7 +86,7 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 	case "workloadidentity":
 		clientID = cmp.Or(clientID, env("AZURE_CLIENT_ID"))
 		tokenFile := cmp.Or(a.FederatedTokenFile, env("AZURE_FEDERATED_TOKEN_FILE"))
-		if gh := githubOIDCFrom(env); tokenFile == "" && gh != nil {
+		if gh := githubOIDCFrom(env, opts.HTTPClient); tokenFile == "" && gh != nil {
 			// In a GitHub Actions job the federated token is the job's.
 			cred, err = gitHubAssertion(co, tenantID, clientID, gh, noDiscovery)
 			break
@@ -135,7 +135,7 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 		// on a runner the useful default is DefaultAzureCredential's
 		// chain without its members that run az, azd or pwsh.
 		clientID = cmp.Or(clientID, env("AZURE_CLIENT_ID"))
-		cred, err = defaultChain(co, clientID, tenantID, env("AZURE_FEDERATED_TOKEN_FILE"), githubOIDCFrom(env), noDiscovery)
+		cred, err = defaultChain(co, clientID, tenantID, env("AZURE_FEDERATED_TOKEN_FILE"), githubOIDCFrom(env, opts.HTTPClient), noDiscovery)
 	case "azurecli", "azd", "azurepowershell", "devicecode", "interactive", "ropc":
 		// Recognise refuses these already; a Plugin built by hand may not.
 		return nil, fail(clientID, "choosing a credential", fmt.Errorf("login %s: %w", login, ErrNotInProcess))

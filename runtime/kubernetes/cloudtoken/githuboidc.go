@@ -28,13 +28,16 @@ type githubOIDC struct {
 }
 
 // githubOIDCFrom is the job's token source, or nil outside a job that
-// may ask for one.
-func githubOIDCFrom(getenv func(...string) string) *githubOIDC {
+// may ask for one. client nil means the default transport.
+func githubOIDCFrom(getenv func(...string) string, client *http.Client) *githubOIDC {
 	u, tok := getenv("ACTIONS_ID_TOKEN_REQUEST_URL"), getenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN")
 	if u == "" || tok == "" {
 		return nil
 	}
-	return &githubOIDC{requestURL: u, requestToken: tok, client: &http.Client{Timeout: 30 * time.Second}}
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &githubOIDC{requestURL: u, requestToken: tok, client: client}
 }
 
 // maxOIDCResponse bounds the runner's answer; a token is a few KB.

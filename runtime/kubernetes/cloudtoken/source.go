@@ -156,8 +156,8 @@ type Options struct {
 	AWS AWSOptions
 	// Azure adjusts the azidentity credentials.
 	Azure AzureOptions
-	// HTTPClient is used for the Google token endpoint; nil means the
-	// default client.
+	// HTTPClient is used for Google's token endpoints and GitHub's OIDC
+	// token endpoint; nil means the default client.
 	HTTPClient *http.Client
 }
 

@@ -1,0 +1,205 @@
+package cloudfake_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	authnv1 "k8s.io/api/authentication/v1"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kusionpr/kusionpr/internal/cloudfake"
+	"github.com/kusionpr/kusionpr/runtime/kubernetes/cloudtoken"
+)
+
+func serve(t *testing.T) (*httptest.Server, *cloudfake.Server) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	fake, err := cloudfake.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = fake.Handler()
+	return srv, fake
+}
+
+// review asks the authenticator about tok, as the API server does.
+func review(t *testing.T, srv *httptest.Server, tok string) authnv1.TokenReviewStatus {
+	t.Helper()
+	body, _ := json.Marshal(authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: tok}})
+	resp, err := srv.Client().Post(srv.URL+"/authenticate", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out authnv1.TokenReview
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Status
+}
+
+func token(t *testing.T, exec *clientcmdapi.ExecConfig, opts cloudtoken.Options) string {
+	t.Helper()
+	p, err := cloudtoken.Recognise(exec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := cloudtoken.NewSource(context.Background(), p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := src.Token(context.Background())
+	if err != nil {
+		t.Fatalf("token: %v", err)
+	}
+	return tok.Value
+}
+
+// githubToken fetches a GitHub OIDC token as a login action does.
+func githubToken(t *testing.T, srv *httptest.Server, audience string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/github/token?api-version=2.0&audience="+audience, nil)
+	req.Header.Set("Authorization", "Bearer "+cloudfake.RequestToken)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct{ Value string }
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Value == "" {
+		t.Fatalf("GitHub token: %v", err)
+	}
+	return out.Value
+}
+
+// TestEKS: the SDK's presigned URL passes the SigV4 check for the
+// cluster it names, and no other; a tampered or foreign-key URL fails.
+// Credentials from AssumeRoleWithWebIdentity (configure-aws-credentials'
+// exchange of the job's token) sign as the assumed role.
+func TestEKS(t *testing.T) {
+	srv, _ := serve(t)
+	t.Setenv("AWS_ENDPOINT_URL_STS", srv.URL+"/aws/")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	exec := func(cluster string, env ...clientcmdapi.ExecEnvVar) *clientcmdapi.ExecConfig {
+		return &clientcmdapi.ExecConfig{Command: "aws", Args: []string{"eks", "get-token", "--cluster-name", cluster, "--region", "eu-west-1"}, Env: env}
+	}
+	keys := []clientcmdapi.ExecEnvVar{{Name: "AWS_ACCESS_KEY_ID", Value: cloudfake.AWSAccessKey}, {Name: "AWS_SECRET_ACCESS_KEY", Value: cloudfake.AWSSecretKey}}
+	tok := token(t, exec(cloudfake.EKSCluster, keys...), cloudtoken.Options{})
+	if st := review(t, srv, tok); !st.Authenticated || st.User.Username != cloudfake.AWSUserARN {
+		t.Fatalf("the SDK's token: %+v, want %s", st, cloudfake.AWSUserARN)
+	}
+	if st := review(t, srv, token(t, exec("another-cluster", keys...), cloudtoken.Options{})); st.Authenticated {
+		t.Error("a token presigned for another cluster was accepted")
+	}
+	wrong := []clientcmdapi.ExecEnvVar{keys[0], {Name: "AWS_SECRET_ACCESS_KEY", Value: "not-the-secret"}}
+	if st := review(t, srv, token(t, exec(cloudfake.EKSCluster, wrong...), cloudtoken.Options{})); st.Authenticated || !strings.Contains(st.Error, "signature") {
+		t.Errorf("a token signed with the wrong secret: %+v", st)
+	}
+	if st := review(t, srv, strings.Replace(tok, "A", "B", 1)); st.Authenticated {
+		t.Error("a tampered token was accepted")
+	}
+
+	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("eu-west-1"), config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPClient = srv.Client()
+	out, err := sts.NewFromConfig(cfg).AssumeRoleWithWebIdentity(context.Background(), &sts.AssumeRoleWithWebIdentityInput{
+		RoleArn: aws.String("arn:aws:iam::" + cloudfake.AWSAccount + ":role/deployer"), RoleSessionName: aws.String("GitHubActions"),
+		WebIdentityToken: aws.String(githubToken(t, srv, "sts.amazonaws.com")),
+	})
+	if err != nil {
+		t.Fatalf("AssumeRoleWithWebIdentity: %v", err)
+	}
+	c := out.Credentials
+	role := token(t, exec(cloudfake.EKSCluster, clientcmdapi.ExecEnvVar{Name: "AWS_ACCESS_KEY_ID", Value: *c.AccessKeyId},
+		clientcmdapi.ExecEnvVar{Name: "AWS_SECRET_ACCESS_KEY", Value: *c.SecretAccessKey}, clientcmdapi.ExecEnvVar{Name: "AWS_SESSION_TOKEN", Value: *c.SessionToken}), cloudtoken.Options{})
+	if st := review(t, srv, role); !st.Authenticated || st.User.Username != "arn:aws:sts::"+cloudfake.AWSAccount+":assumed-role/deployer/GitHubActions" {
+		t.Errorf("the assumed role's token: %+v", st)
+	}
+	if _, err := sts.NewFromConfig(cfg).AssumeRoleWithWebIdentity(context.Background(), &sts.AssumeRoleWithWebIdentityInput{
+		RoleArn: aws.String("arn:aws:iam::" + cloudfake.AWSAccount + ":role/deployer"), RoleSessionName: aws.String("x"),
+		WebIdentityToken: aws.String(githubToken(t, srv, "another-audience")),
+	}); err == nil {
+		t.Error("a GitHub token for another audience was exchanged")
+	}
+}
+
+// TestGKE: credentials as google-github-actions/auth writes them (the
+// job's token from ACTIONS_ID_TOKEN_REQUEST_URL, exchanged at STS, then a
+// service account impersonated) give a token the authenticator names as
+// the service account; without impersonation, as the federated principal.
+func TestGKE(t *testing.T) {
+	srv, _ := serve(t)
+	provider := "projects/" + cloudfake.GKEProject + "/locations/global/workloadIdentityPools/github/providers/acme"
+	creds := func(impersonate string) string {
+		m := map[string]any{
+			"type": "external_account", "audience": "//iam.googleapis.com/" + provider,
+			"subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "token_url": srv.URL + "/google/sts/v1/token",
+			"credential_source": map[string]any{
+				"url":     srv.URL + "/github/token?api-version=2.0&audience=https://iam.googleapis.com/" + provider,
+				"headers": map[string]string{"Authorization": "Bearer " + cloudfake.RequestToken},
+				"format":  map[string]string{"type": "json", "subject_token_field_name": "value"},
+			},
+		}
+		if impersonate != "" {
+			m["service_account_impersonation_url"] = srv.URL + "/google/iamcredentials/v1/projects/-/serviceAccounts/" + impersonate + ":generateAccessToken"
+		}
+		b, _ := json.Marshal(m)
+		f := filepath.Join(t.TempDir(), "gha-creds.json")
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	opts := cloudtoken.Options{HTTPClient: srv.Client()}
+	for _, tc := range []struct{ impersonate, want string }{
+		{"deployer@kusionpr-test.iam.gserviceaccount.com", "deployer@kusionpr-test.iam.gserviceaccount.com"},
+		{"", "principal://iam.googleapis.com/projects/" + cloudfake.GKEProject + "/locations/global/workloadIdentityPools/github/subject/" + cloudfake.GitHubSubject},
+	} {
+		exec := &clientcmdapi.ExecConfig{Command: "gke-gcloud-auth-plugin", Env: []clientcmdapi.ExecEnvVar{{Name: "GOOGLE_APPLICATION_CREDENTIALS", Value: creds(tc.impersonate)}}}
+		if st := review(t, srv, token(t, exec, opts)); !st.Authenticated || st.User.Username != tc.want {
+			t.Errorf("impersonating %q: %+v, want %s", tc.impersonate, st, tc.want)
+		}
+	}
+	if st := review(t, srv, "ya29.not-issued"); st.Authenticated {
+		t.Error("a token never issued was accepted")
+	}
+}
+
+// TestAKS: kubelogin's workload identity in a GitHub Actions job (the
+// job's token exchanged at Entra ID) gives a token the authenticator
+// names as the client; a token for another application is refused.
+func TestAKS(t *testing.T) {
+	srv, _ := serve(t)
+	exec := func(server string) *clientcmdapi.ExecConfig {
+		return &clientcmdapi.ExecConfig{Command: "kubelogin", Args: []string{"get-token", "--login", "workloadidentity", "--server-id", server}, Env: []clientcmdapi.ExecEnvVar{
+			{Name: "AZURE_CLIENT_ID", Value: "deployer-client"}, {Name: "AZURE_TENANT_ID", Value: "kusionpr-tenant"},
+			{Name: "AZURE_AUTHORITY_HOST", Value: srv.URL + "/"},
+			{Name: "ACTIONS_ID_TOKEN_REQUEST_URL", Value: srv.URL + "/github/token?api-version=2.0"},
+			{Name: "ACTIONS_ID_TOKEN_REQUEST_TOKEN", Value: cloudfake.RequestToken},
+		}}
+	}
+	opts := cloudtoken.Options{HTTPClient: srv.Client(), Getenv: func(string) string { return "" },
+		Azure: cloudtoken.AzureOptions{ClientOptions: azcore.ClientOptions{Transport: srv.Client()}}}
+	if st := review(t, srv, token(t, exec(cloudfake.AKSServerID), opts)); !st.Authenticated || st.User.Username != "deployer-client" {
+		t.Errorf("the AKS token: %+v", st)
+	}
+	if st := review(t, srv, token(t, exec("api://another-app"), opts)); st.Authenticated {
+		t.Error("a token for another application was accepted")
+	}
+}
