@@ -18,7 +18,7 @@ import (
 // awsCredential is a key pair STS knows and the identity it stands for.
 type awsCredential struct {
 	secret, session, arn string
-	expires             time.Time // zero for the IAM user's keys
+	expires              time.Time // zero for the IAM user's keys
 }
 
 // presignWindow is how long STS takes a presigned GetCallerIdentity from
@@ -147,8 +147,8 @@ func (s *Server) assumeRoleWithWebIdentity(w http.ResponseWriter, r *http.Reques
 	s.mu.Unlock()
 	writeXML(w, assumeRoleResponse{Result: assumeRoleResult{
 		Subject: sub, Audience: "sts.amazonaws.com",
-		User:    assumedRoleUser{Arn: arn, ID: "AROAKUSIONPRTEST:" + session},
-		Creds:   stsCredentials{AccessKeyID: strings.ToUpper(id), SecretAccessKey: secret, SessionToken: session2, Expiration: exp.UTC().Format(time.RFC3339)},
+		User:  assumedRoleUser{Arn: arn, ID: "AROAKUSIONPRTEST:" + session},
+		Creds: stsCredentials{AccessKeyID: strings.ToUpper(id), SecretAccessKey: secret, SessionToken: session2, Expiration: exp.UTC().Format(time.RFC3339)},
 	}})
 }
 
