@@ -7,7 +7,9 @@
 # plus GitHub's REST description and webhook examples for the fake GitHub,
 # plus the KCL package sources Kusion's stacks fetch from: a real OCI
 # registry (CNCF Distribution's) and git's own smart-HTTP server, serving
-# the packages of internal/testenv/kclpkgs under Kusion's names.
+# the packages of internal/testenv/kclpkgs under Kusion's names, plus the
+# clouds' token services (internal/cloudfake), through which the API server
+# accepts EKS, GKE and AKS tokens by its webhook token authenticator.
 # Binaries are built once from the Go module proxy (Azurite comes from npm) and
 # cached; later starts take about 15 s. A long step prints a line at least every
 # 30 s (what it is doing, how far along, the elapsed time); its full output is
@@ -359,6 +361,11 @@ print_env() {
   if p=$(cat "$RUN/gcs.port" 2>/dev/null); then
     printf 'export %s=%q\n' KUSIONPR_TEST_GCS_ENDPOINT "127.0.0.1:$p"
   fi
+  if p=$(cat "$RUN/cloudfake.port" 2>/dev/null); then
+    printf 'export %s=%q\n' \
+      KUSIONPR_TEST_CLOUD_URL "https://127.0.0.1:$p" \
+      KUSIONPR_TEST_CLOUD_CA "$RUN/cloudfake/ca.pem"
+  fi
   if p=$(cat "$RUN/oci.port" 2>/dev/null); then
     printf 'export %s=%q\n' KUSIONPR_TEST_OCI_REGISTRY "127.0.0.1:$p"
   fi
@@ -403,6 +410,25 @@ build_cluster() {
   need_etcd
   build_kubernetes
   build_kwok
+  build_cloudfake
+}
+
+cloudfake_stamp() {
+  (cd "$ROOT" && find go.sum hack/cloudfake internal/cloudfake -type f \( -name go.sum -o -name '*.go' \) ! -name '*_test.go' |
+    LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-16
+}
+
+# build_cloudfake: the clouds' token services and the cluster's webhook
+# token authenticator (internal/cloudfake).
+build_cloudfake() {
+  local stamp tmp
+  stamp=$(cloudfake_stamp)
+  [ -x "$BIN/cloudfake" ] && [ "$(cat "$BIN/cloudfake.stamp" 2>/dev/null)" = "$stamp" ] && return
+  tmp=$(build_dir)
+  step build-cloudfake env -C "$ROOT" CGO_ENABLED=0 go build -trimpath -o "$tmp/cloudfake" ./hack/cloudfake
+  echo "$stamp" >"$tmp/cloudfake.stamp"
+  install_into "$BIN" "$tmp/cloudfake" "$tmp/cloudfake.stamp"
+  rm -rf "$tmp"
 }
 
 build_rest() {
@@ -451,7 +477,7 @@ wait_for() { # desc seconds command...
 }
 
 # The servers, by the names their lines in $RUN/pids carry.
-CLUSTER=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+CLUSTER=(cloudfake etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 STORAGE=(minio fake-gcs-server azurite)
 KCLSOURCES=(registry kclgit)
 
@@ -640,7 +666,9 @@ node_ready() {
   [ "$(kubectl --kubeconfig "$1" get node kwok-node-0 -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 
-cluster_running() { running "${CLUSTER[@]}" && kubectl --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz >/dev/null 2>&1; }
+# An environment started before the cloud stand-in existed has none: it
+# is started again, as the tests need it.
+cluster_running() { running "${CLUSTER[@]}" && running cloudfake && kubectl --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz >/dev/null 2>&1; }
 
 # launcher: what starts the environment, as this script does it (how it
 # starts each server, the versions): an environment started by another
@@ -710,12 +738,36 @@ start_cluster() {
 launch_cluster() {
   stop
   rm -rf "$RUN"; mkdir -p "$RUN/certs"
-  local p_etcd p_peer p_api p_kcm p_sched p_kwok
+  local p_etcd p_peer p_api p_kcm p_sched p_kwok p_cloud
   p_etcd=$(free_port); p_peer=$(free_port); p_api=$(free_port); p_kcm=$(free_port); p_sched=$(free_port); p_kwok=$(free_port)
+  p_cloud=$(free_port)
   openssl genrsa -out "$RUN/sa.key" 2048 2>/dev/null
   echo "admintoken,admin,admin,system:masters" >"$RUN/tokens.csv"
   : >"$RUN/pids"
   echo "$(launcher) $ROOT $(date '+%Y-%m-%dT%H:%M:%S')" >"$RUN/started-by"
+
+  # The clouds' token services, and the webhook through which the API
+  # server accepts EKS, GKE and AKS tokens as those clusters do.
+  mkdir -p "$RUN/cloudfake"
+  daemon cloudfake "$BIN/cloudfake" -addr "127.0.0.1:$p_cloud" -dir "$RUN/cloudfake"
+  wait_for cloudfake 30 curl -sf --cacert "$RUN/cloudfake/ca.pem" "https://127.0.0.1:$p_cloud/healthz"
+  echo "$p_cloud" >"$RUN/cloudfake.port"
+  cat >"$RUN/cloudfake/webhook.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: clouds
+  cluster:
+    server: https://127.0.0.1:$p_cloud/authenticate
+    certificate-authority: $RUN/cloudfake/ca.pem
+users:
+- name: kube-apiserver
+  user: {}
+contexts:
+- name: webhook
+  context: {cluster: clouds, user: kube-apiserver}
+current-context: webhook
+KC
 
   daemon etcd etcd --name testenv --data-dir "$RUN/etcd" --listen-client-urls "http://127.0.0.1:$p_etcd" \
     --advertise-client-urls "http://127.0.0.1:$p_etcd" --listen-peer-urls "http://127.0.0.1:$p_peer" \
@@ -734,6 +786,7 @@ launch_cluster() {
     --service-account-issuer="https://127.0.0.1:$p_api" --service-account-key-file="$RUN/sa.key" \
     --service-account-signing-key-file="$RUN/sa.key" --service-cluster-ip-range=10.96.0.0/16 \
     --authorization-mode=RBAC --token-auth-file="$RUN/tokens.csv" --allow-privileged=true \
+    --authentication-token-webhook-config-file="$RUN/cloudfake/webhook.kubeconfig" --authentication-token-webhook-version=v1 \
     --endpoint-reconciler-type=none \
     --feature-gates=WatchList=false
 
