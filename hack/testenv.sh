@@ -414,7 +414,7 @@ build_cluster() {
 }
 
 cloudfake_stamp() {
-  (cd "$ROOT" && find go.sum hack/cloudfake internal/cloudfake -type f \( -name go.sum -o -name '*.go' \) ! -name '*_test.go' |
+  (cd "$ROOT" && find go.sum hack/cloudfake internal/cloudfake internal/testca -type f \( -name go.sum -o -name '*.go' \) ! -name '*_test.go' |
     LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-16
 }
 

@@ -2,11 +2,9 @@ package image
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,18 +86,8 @@ func TestImageReachesManagedClusters(t *testing.T) {
 				// google-github-actions/auth with workload_identity_provider
 				// and service_account: its credentials file in the
 				// workspace, naming the job's token endpoint.
-				provider := "projects/" + cloudfake.GKEProject + "/locations/global/workloadIdentityPools/github/providers/acme"
 				account := "deployer@kusionpr-test.iam.gserviceaccount.com"
-				creds, _ := json.Marshal(map[string]any{
-					"type": "external_account", "audience": "//iam.googleapis.com/" + provider,
-					"subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "token_url": clouds.URL + "/google/sts/v1/token",
-					"service_account_impersonation_url": clouds.URL + "/google/iamcredentials/v1/projects/-/serviceAccounts/" + account + ":generateAccessToken",
-					"credential_source": map[string]any{
-						"url":     clouds.URL + "/github/token?api-version=2.0&audience=https://iam.googleapis.com/" + provider,
-						"headers": map[string]string{"Authorization": "Bearer " + cloudfake.RequestToken},
-						"format":  map[string]string{"type": "json", "subject_token_field_name": "value"},
-					},
-				})
+				creds := cloudfake.GoogleCredentials(clouds.URL, account)
 				j.checkout(map[string]string{"gha-creds-5f0d7a2c.json": string(creds)})
 				file := "/github/workspace/gha-creds-5f0d7a2c.json"
 				return map[string]string{
@@ -243,16 +231,9 @@ func grant(t *testing.T, identity, ns string) {
 // does.
 func githubOIDC(t *testing.T, clouds testenv.Clouds, audience string) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, clouds.URL+"/github/token?api-version=2.0&audience="+audience, nil)
-	req.Header.Set("Authorization", "Bearer "+cloudfake.RequestToken)
-	resp, err := clouds.Client.Do(req)
+	tok, err := cloudfake.GitHubToken(context.Background(), clouds.Client, clouds.URL, audience)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct{ Value string }
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Value == "" {
 		t.Fatalf("the job's OIDC token: %v", err)
 	}
-	return out.Value
+	return tok
 }

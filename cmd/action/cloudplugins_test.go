@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -34,23 +33,13 @@ func TestCloudPluginsNeverRun(t *testing.T) {
 	}
 	certs := filepath.Join(t.TempDir(), "ca.pem")
 	write(t, certs, string(clouds.CAPEM))
-	provider := "projects/" + cloudfake.GKEProject + "/locations/global/workloadIdentityPools/github/providers/acme"
-	gcreds, _ := json.Marshal(map[string]any{
-		"type": "external_account", "audience": "//iam.googleapis.com/" + provider,
-		"subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "token_url": clouds.URL + "/google/sts/v1/token",
-		"credential_source": map[string]any{
-			"url":     clouds.URL + "/github/token?api-version=2.0&audience=https://iam.googleapis.com/" + provider,
-			"headers": map[string]string{"Authorization": "Bearer " + cloudfake.RequestToken},
-			"format":  map[string]string{"type": "json", "subject_token_field_name": "value"},
-		},
-	})
 	gfile := filepath.Join(t.TempDir(), "gha-creds.json")
-	write(t, gfile, string(gcreds))
+	write(t, gfile, string(cloudfake.GoogleCredentials(clouds.URL, "")))
 
 	suffix := fmt.Sprintf("%06x", rand.IntN(1<<24))
 	ns := "cloud-plugins-" + suffix
 	kc := testenv.Kubeconfig(t)
-	for _, who := range []string{cloudfake.AWSUserARN, "principal://iam.googleapis.com/projects/" + cloudfake.GKEProject + "/locations/global/workloadIdentityPools/github/subject/" + cloudfake.GitHubSubject, "deployer-client"} {
+	for _, who := range []string{cloudfake.AWSUserARN, cloudfake.GooglePrincipal, "deployer-client"} {
 		name := fmt.Sprintf("kusionpr-test-%s-%08x", ns, rand.Uint32())
 		if out, err := exec.Command("kubectl", "--kubeconfig", kc, "create", "clusterrolebinding", name, "--clusterrole=cluster-admin", "--user="+who).CombinedOutput(); err != nil {
 			t.Fatalf("%v\n%s", err, out)

@@ -8,18 +8,11 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -29,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kusionpr/kusionpr/internal/cloudfake"
+	"github.com/kusionpr/kusionpr/internal/testca"
 )
 
 func main() {
@@ -52,7 +46,8 @@ func run(ctx context.Context, log *slog.Logger, addr, dir string) error {
 	if err != nil {
 		return err
 	}
-	cert, caPEM, err := selfSigned(ln.Addr().(*net.TCPAddr).IP)
+	// The environment lives for days between restarts.
+	caPEM, cert, err := testca.New("kusionpr test clouds CA", 90*24*time.Hour)
 	if err != nil {
 		return fmt.Errorf("making the certificate: %w", err)
 	}
@@ -76,37 +71,4 @@ func run(ctx context.Context, log *slog.Logger, addr, dir string) error {
 		return err
 	}
 	return nil
-}
-
-// selfSigned makes a CA and a certificate it signs for ip.
-func selfSigned(ip net.IP) (tls.Certificate, []byte, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	now := time.Now()
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kusionpr test clouds CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(1, 0, 0), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip.String()},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(1, 0, 0), IPAddresses: []net.IP{ip},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
 }

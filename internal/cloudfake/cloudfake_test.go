@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -71,18 +70,11 @@ func token(t *testing.T, exec *clientcmdapi.ExecConfig, opts cloudtoken.Options)
 // githubToken fetches a GitHub OIDC token as a login action does.
 func githubToken(t *testing.T, srv *httptest.Server, audience string) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/github/token?api-version=2.0&audience="+audience, nil)
-	req.Header.Set("Authorization", "Bearer "+cloudfake.RequestToken)
-	resp, err := srv.Client().Do(req)
+	tok, err := cloudfake.GitHubToken(context.Background(), srv.Client(), srv.URL, audience)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct{ Value string }
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Value == "" {
 		t.Fatalf("GitHub token: %v", err)
 	}
-	return out.Value
+	return tok
 }
 
 // TestEKS: the SDK's presigned URL passes the SigV4 check for the
@@ -145,23 +137,9 @@ func TestEKS(t *testing.T) {
 // the service account; without impersonation, as the federated principal.
 func TestGKE(t *testing.T) {
 	srv, _ := serve(t)
-	provider := "projects/" + cloudfake.GKEProject + "/locations/global/workloadIdentityPools/github/providers/acme"
 	creds := func(impersonate string) string {
-		m := map[string]any{
-			"type": "external_account", "audience": "//iam.googleapis.com/" + provider,
-			"subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "token_url": srv.URL + "/google/sts/v1/token",
-			"credential_source": map[string]any{
-				"url":     srv.URL + "/github/token?api-version=2.0&audience=https://iam.googleapis.com/" + provider,
-				"headers": map[string]string{"Authorization": "Bearer " + cloudfake.RequestToken},
-				"format":  map[string]string{"type": "json", "subject_token_field_name": "value"},
-			},
-		}
-		if impersonate != "" {
-			m["service_account_impersonation_url"] = srv.URL + "/google/iamcredentials/v1/projects/-/serviceAccounts/" + impersonate + ":generateAccessToken"
-		}
-		b, _ := json.Marshal(m)
 		f := filepath.Join(t.TempDir(), "gha-creds.json")
-		if err := os.WriteFile(f, b, 0o600); err != nil {
+		if err := os.WriteFile(f, cloudfake.GoogleCredentials(srv.URL, impersonate), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return f
@@ -169,7 +147,7 @@ func TestGKE(t *testing.T) {
 	opts := cloudtoken.Options{HTTPClient: srv.Client()}
 	for _, tc := range []struct{ impersonate, want string }{
 		{"deployer@kusionpr-test.iam.gserviceaccount.com", "deployer@kusionpr-test.iam.gserviceaccount.com"},
-		{"", "principal://iam.googleapis.com/projects/" + cloudfake.GKEProject + "/locations/global/workloadIdentityPools/github/subject/" + cloudfake.GitHubSubject},
+		{"", cloudfake.GooglePrincipal},
 	} {
 		exec := &clientcmdapi.ExecConfig{Command: "gke-gcloud-auth-plugin", Env: []clientcmdapi.ExecEnvVar{{Name: "GOOGLE_APPLICATION_CREDENTIALS", Value: creds(tc.impersonate)}}}
 		if st := review(t, srv, token(t, exec, opts)); !st.Authenticated || st.User.Username != tc.want {
