@@ -296,24 +296,30 @@ build_registry() {
     "github.com/distribution/distribution/v3/cmd/registry@v$REGISTRY_VERSION" -trimpath -ldflags "-s -w"
 }
 
-# kclsources_stamp: what this checkout's hack/kclsources is built from. The
-# program is the project's own, so unlike the other binaries it changes
-# with the checkout: a different stamp rebuilds it.
-kclsources_stamp() {
-  (cd "$ROOT" && find go.sum hack/kclsources engine/kcl/deps engine/kcl/kclmod -type f \( -name go.sum -o -name '*.go' \) ! -name '*_test.go' |
+# go_stamp DIR...: what a tool built from go.sum and these folders' Go
+# files was made from. The project's own programs, unlike the other
+# binaries, change with the checkout: a different stamp rebuilds them.
+go_stamp() {
+  (cd "$ROOT" && find go.sum "$@" -type f \( -name go.sum -o -name '*.go' \) ! -name '*_test.go' |
     LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-16
 }
 
-build_kclsources() {
-  local stamp tmp
-  stamp=$(kclsources_stamp)
-  [ -x "$BIN/kclsources" ] && [ "$(cat "$BIN/kclsources.stamp" 2>/dev/null)" = "$stamp" ] && return
+# build_go_tool NAME DIR...: $BIN/NAME from ./hack/NAME, built again when
+# its own Go files or those of the folders named change.
+build_go_tool() {
+  local name=$1 stamp tmp
+  shift
+  stamp=$(go_stamp "hack/$name" "$@")
+  [ -x "$BIN/$name" ] && [ "$(cat "$BIN/$name.stamp" 2>/dev/null)" = "$stamp" ] && return
   tmp=$(build_dir)
-  step build-kclsources env -C "$ROOT" CGO_ENABLED=0 go build -trimpath -o "$tmp/kclsources" ./hack/kclsources
-  echo "$stamp" >"$tmp/kclsources.stamp"
-  install_into "$BIN" "$tmp/kclsources" "$tmp/kclsources.stamp"
+  step "build-$name" env -C "$ROOT" CGO_ENABLED=0 go build -trimpath -o "$tmp/$name" "./hack/$name"
+  echo "$stamp" >"$tmp/$name.stamp"
+  install_into "$BIN" "$tmp/$name" "$tmp/$name.stamp"
   rm -rf "$tmp"
 }
+
+# The KCL package sources' server and publisher.
+build_kclsources() { build_go_tool kclsources engine/kcl/deps engine/kcl/kclmod; }
 
 # The object stores the backend tests use: S3, GCS and Azure Blob.
 build_storage() {
@@ -413,23 +419,9 @@ build_cluster() {
   build_cloudfake
 }
 
-cloudfake_stamp() {
-  (cd "$ROOT" && find go.sum hack/cloudfake internal/cloudfake internal/testca -type f \( -name go.sum -o -name '*.go' \) ! -name '*_test.go' |
-    LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-16
-}
-
 # build_cloudfake: the clouds' token services and the cluster's webhook
 # token authenticator (internal/cloudfake).
-build_cloudfake() {
-  local stamp tmp
-  stamp=$(cloudfake_stamp)
-  [ -x "$BIN/cloudfake" ] && [ "$(cat "$BIN/cloudfake.stamp" 2>/dev/null)" = "$stamp" ] && return
-  tmp=$(build_dir)
-  step build-cloudfake env -C "$ROOT" CGO_ENABLED=0 go build -trimpath -o "$tmp/cloudfake" ./hack/cloudfake
-  echo "$stamp" >"$tmp/cloudfake.stamp"
-  install_into "$BIN" "$tmp/cloudfake" "$tmp/cloudfake.stamp"
-  rm -rf "$tmp"
-}
+build_cloudfake() { build_go_tool cloudfake internal/cloudfake internal/testca; }
 
 build_rest() {
   need_tools
@@ -702,6 +694,9 @@ start() {
   if cluster_running; then
     # The cluster may have been started alone (make demo); cached, this takes no time.
     build_rest
+    # This checkout's stand-in, which the scripts' tests start from the
+    # cache (the running one keeps serving until the next launch).
+    build_cloudfake
     if ! storage_ready; then start_storage; fi
     # Packages edited since they were served are served again.
     if ! kclsources_ready || [ "$(kclpkgs_sum)" != "$(cat "$RUN/kclpkgs.sum" 2>/dev/null)" ]; then start_kclsources; fi
