@@ -190,7 +190,7 @@ func TestLoadConfig(t *testing.T) {
 			cl := c.clusters()
 			return cl.SpecAllow.String() == "auth-provider" && cl.Kubeconfigs["qa"] == keyPath && strings.Join(c.ModuleEnv, " ") == "VAULT_ADDR"
 		}, ""},
-		{"an unknown allowance", with("KUSIONPR_SPEC_KUBECONFIG_ALLOW", "exec,everything"), nil, `KUSIONPR_SPEC_KUBECONFIG_ALLOW: unknown allowance "everything": want exec, auth-provider or files`},
+		{"an unknown allowance", with("KUSIONPR_SPEC_KUBECONFIG_ALLOW", "exec,everything"), nil, `KUSIONPR_SPEC_KUBECONFIG_ALLOW: unknown allowance "everything": want exec, auth-provider, files or cloud-identity`},
 		{"a workspace kubeconfig without a file", with("KUSIONPR_KUBECONFIGS", "dev"), nil, `KUSIONPR_KUBECONFIGS: "dev": want WORKSPACE=FILE`},
 		{"github-actions with its defaults", with("KUSIONPR_EXECUTOR", "github-actions"), func(c *Config) bool {
 			return c.Executor == "github-actions" && c.GitHubActions != nil && c.GitHubActions.Workflow == ""
