@@ -213,7 +213,9 @@ func (c Config) resolve() (*rest.Config, ClusterRef, error) {
 		case err != nil:
 			return nil, ref, fmt.Errorf("load kubeconfig %s: %w", ref.Kubeconfig, err)
 		default:
-			cloudtoken.Configure(rc, cloudtoken.NewLazySource(p, cloudtoken.Options{}))
+			src := cloudtoken.NewLazySource(p, cloudtoken.Options{})
+			cloudtoken.Configure(rc, src)
+			ref.tokens = src
 		}
 	}
 	if c.WrapTransport != nil {
@@ -227,6 +229,9 @@ func (c Config) resolve() (*rest.Config, ClusterRef, error) {
 // server. Errors of a cluster that cannot be reached carry it.
 type ClusterRef struct {
 	Kubeconfig, Context, Server string
+	// tokens is the in-process cloud token source, if the kubeconfig's
+	// user is a managed cluster's plugin: a refused token names it.
+	tokens interface{ Describe() string }
 }
 
 func (r ClusterRef) String() string {
@@ -267,6 +272,13 @@ type ReachError struct {
 }
 
 func (e *ReachError) Error() string {
+	if e.Cluster.tokens != nil && apierrors.IsUnauthorized(e.Err) {
+		// Which identity the cluster refused is what to fix: its
+		// access entry, role binding or federated credential.
+		if d := e.Cluster.tokens.Describe(); d != "" {
+			return fmt.Sprintf("%v: the cluster refused the %s (cluster: %s)", e.Err, d, e.Cluster)
+		}
+	}
 	return fmt.Sprintf("%v (cluster: %s)", e.Err, e.Cluster)
 }
 

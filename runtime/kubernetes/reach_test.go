@@ -35,6 +35,18 @@ contexts: [{name: gone, context: {cluster: c, user: ci}}, {name: other, context:
 current-context: gone
 `, server, token)
 	}
+	// A GKE plugin's user, its token from a local token endpoint.
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"access_token":"ya29.reach-t0ken","token_type":"Bearer","expires_in":3600}`)
+	}))
+	t.Cleanup(tokens.Close)
+	adc := filepath.Join(t.TempDir(), "adc.json")
+	if err := os.WriteFile(adc, []byte(`{"type":"authorized_user","client_id":"c.apps.googleusercontent.com","client_secret":"s","refresh_token":"r","token_uri":"`+tokens.URL+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gke := strings.Replace(kubeconfig(unauthorized.URL), "{token: "+token+"}",
+		"{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: gke-gcloud-auth-plugin, interactiveMode: Never, env: [{name: GOOGLE_APPLICATION_CREDENTIALS, value: '"+adc+"'}]}}", 1)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "dev.kubeconfig")
 	if err := os.WriteFile(file, []byte(kubeconfig("https://127.0.0.1:1")), 0o600); err != nil {
@@ -56,6 +68,8 @@ current-context: gone
 			[]string{"server https://127.0.0.1:1,", "kubeconfig the kubeconfig given as content"}},
 		{"credentials refused (401)", Config{KubeconfigContent: kubeconfig(unauthorized.URL), KubeconfigName: "the input kubeconfig"}, "",
 			[]string{"the server has asked for the client to provide credentials", "(cluster: server " + unauthorized.URL + `, context "gone", kubeconfig the input kubeconfig)`}},
+		{"a cloud token refused (401)", Config{KubeconfigContent: gke, KubeconfigName: "the input kubeconfig", CloudTokens: true}, "",
+			[]string{"the server has asked for the client to provide credentials: the cluster refused the gke token for authorized_user credentials of OAuth client c.apps.googleusercontent.com (cluster: server " + unauthorized.URL}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("KUBECONFIG", tc.env)
@@ -77,7 +91,7 @@ current-context: gone
 						t.Errorf("error %q\nlacks %q", err, want)
 					}
 				}
-				for _, secret := range []string{token, "url-passw0rd"} {
+				for _, secret := range []string{token, "url-passw0rd", "ya29.reach-t0ken"} {
 					if strings.Contains(err.Error(), secret) {
 						t.Errorf("the error holds %q: %v", secret, err)
 					}

@@ -86,9 +86,15 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 	case "workloadidentity":
 		clientID = cmp.Or(clientID, env("AZURE_CLIENT_ID"))
 		tokenFile := cmp.Or(a.FederatedTokenFile, env("AZURE_FEDERATED_TOKEN_FILE"))
-		if gh := githubOIDCFrom(env, opts.HTTPClient); tokenFile == "" && gh != nil {
+		gh := githubOIDCFrom(env, opts.HTTPClient)
+		switch {
+		case tokenFile == "" && gh != nil:
 			// In a GitHub Actions job the federated token is the job's.
 			cred, err = gitHubAssertion(co, tenantID, clientID, gh, noDiscovery)
+		case tokenFile == "":
+			err = errors.New("no federated token: neither AZURE_FEDERATED_TOKEN_FILE (set by Azure Workload Identity in a pod) nor ACTIONS_ID_TOKEN_REQUEST_URL (a GitHub Actions job with `permissions: id-token: write`) is set")
+		}
+		if err != nil || cred != nil {
 			break
 		}
 		cred, err = azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
@@ -217,6 +223,8 @@ func entraHost(authority string) bool {
 	}
 	return false
 }
+
+func (s *aksSource) describe() string { return fmt.Sprintf("%s token for %s", AKS, s.identity) }
 
 // Token returns an Entra ID access token for the AKS server app, which
 // the AKS API server accepts as kubelogin's.

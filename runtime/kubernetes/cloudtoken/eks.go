@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
@@ -45,14 +46,20 @@ type AWSOptions struct {
 type eksSource struct {
 	params   EKSParams
 	identity string
-	presign  *sts.PresignClient
-	creds    aws.CredentialsProvider
-	now      func() time.Time
+	// chainOnly: nothing named credentials (no keys, role, profile or
+	// web identity in the environment or the exec entry), so a failure
+	// is the environment's lack of them.
+	chainOnly bool
+	presign   *sts.PresignClient
+	creds     aws.CredentialsProvider
+	now       func() time.Time
 }
 
 func newEKSSource(ctx context.Context, p Plugin, opts Options) (*eksSource, error) {
 	identity := eksIdentity(p)
-	var load []func(*config.LoadOptions) error
+	// The SDK's own logger writes unstructured lines to stderr (IMDS
+	// fallbacks); what failed reaches the caller in the error instead.
+	load := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{})}
 	if p.EKS.Region != "" {
 		load = append(load, config.WithRegion(p.EKS.Region))
 	}
@@ -86,12 +93,17 @@ func newEKSSource(ctx context.Context, p Plugin, opts Options) (*eksSource, erro
 			o.RoleSessionName = eksSessionName
 		}), func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = eksRoleRenewal })
 	}
+	chainOnly := p.EKS.RoleARN == "" && p.EKS.Profile == "" && p.Env["AWS_ACCESS_KEY_ID"] == ""
+	for _, n := range []string{"AWS_ACCESS_KEY_ID", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_PROFILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		chainOnly = chainOnly && p.getenv(opts, n) == ""
+	}
 	return &eksSource{
-		params:   p.EKS,
-		identity: identity,
-		presign:  sts.NewPresignClient(sts.NewFromConfig(cfg)),
-		creds:    cfg.Credentials,
-		now:      opts.now,
+		params:    p.EKS,
+		identity:  identity,
+		chainOnly: chainOnly,
+		presign:   sts.NewPresignClient(sts.NewFromConfig(cfg)),
+		creds:     cfg.Credentials,
+		now:       opts.now,
 	}, nil
 }
 
@@ -131,6 +143,8 @@ func eksChainIdentity(p EKSParams) string {
 	}
 }
 
+func (s *eksSource) describe() string { return fmt.Sprintf("%s token for %s", EKS, s.identity) }
+
 // Token presigns sts:GetCallerIdentity with the cluster header, as
 // aws-iam-authenticator and aws eks get-token do; the EKS authenticator
 // calls the URL and maps the returned ARN to a Kubernetes identity.
@@ -144,6 +158,9 @@ func (s *eksSource) Token(ctx context.Context) (Token, error) {
 	// expire (a session's, an assumed role's), whatever X-Amz-Date says.
 	creds, err := s.creds.Retrieve(ctx)
 	if err != nil {
+		if s.chainOnly {
+			err = fmt.Errorf("no AWS credentials in the environment (AWS_ACCESS_KEY_ID, which aws-actions/configure-aws-credentials sets; AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE, which IRSA sets; AWS_PROFILE) and none from the instance's metadata: %w", err)
+		}
 		return Token{}, &Error{Cloud: EKS, Identity: s.identity, Doing: "getting AWS credentials", Err: err}
 	}
 	if creds.CanExpire && creds.Expires.Before(expiry) {

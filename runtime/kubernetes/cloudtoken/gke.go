@@ -59,7 +59,8 @@ func newGKESource(ctx context.Context, p Plugin, opts Options) (*gkeSource, erro
 	} else {
 		creds, err = google.FindDefaultCredentials(ctx, gkeScopes...)
 		if err != nil {
-			return nil, &Error{Cloud: GKE, Identity: "Application Default Credentials", Doing: "finding credentials", Err: err}
+			return nil, &Error{Cloud: GKE, Identity: "Application Default Credentials", Doing: "finding credentials",
+				Err: fmt.Errorf("%w (in a GitHub Actions job, google-github-actions/auth sets GOOGLE_APPLICATION_CREDENTIALS; in a GKE pod, Workload Identity answers on the metadata server)", err)}
 		}
 		if err := refuseExecutableSource(creds.JSON); err != nil {
 			return nil, &Error{Cloud: GKE, Identity: "Application Default Credentials", Doing: "checking credentials", Err: err}
@@ -125,6 +126,8 @@ func gkeIdentity(data []byte) string {
 		return f.Type + " credentials"
 	}
 }
+
+func (s *gkeSource) describe() string { return fmt.Sprintf("%s token for %s", GKE, s.identity) }
 
 // Token returns an OAuth2 access token from Application Default
 // Credentials, which the GKE API server accepts as gke-gcloud-auth-plugin's.

@@ -82,6 +82,22 @@ func (c *Cache) Token(ctx context.Context) (Token, error) {
 	return t, nil
 }
 
+// Describe names the token and the identity it was made from ("eks
+// token for cluster prod, role arn:..."), once a token was asked for; ""
+// before, or for a source that cannot say.
+func (c *Cache) Describe() string {
+	src := c.Source
+	if l, ok := src.(*lazySource); ok {
+		l.mu.Lock()
+		src = l.src
+		l.mu.Unlock()
+	}
+	if d, ok := src.(interface{ describe() string }); ok {
+		return d.describe()
+	}
+	return ""
+}
+
 // Invalidate drops tok if it is still the cached one, so the next request
 // gets a fresh token: the server refused it (401) before its expiry, as
 // after a role's permissions or a federated credential changed.
