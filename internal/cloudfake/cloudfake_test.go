@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -179,5 +180,46 @@ func TestAKS(t *testing.T) {
 	}
 	if st := review(t, srv, token(t, exec("api://another-app"), opts)); st.Authenticated {
 		t.Error("a token for another application was accepted")
+	}
+}
+
+// TestPodWorkloadIdentity: the bot's pod with IRSA (AWS_ROLE_ARN and a
+// projected token file, which the AWS SDK trades at STS itself) and with
+// Azure Workload Identity (AZURE_FEDERATED_TOKEN_FILE) gets tokens the
+// authenticator names as the role and the client. The token files hold
+// what the stand-in's issuer signs, as the cluster's would be.
+func TestPodWorkloadIdentity(t *testing.T) {
+	srv, _ := serve(t)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	awsToken, azureToken := filepath.Join(dir, "aws-token"), filepath.Join(dir, "azure-token")
+	if err := os.WriteFile(awsToken, []byte(githubToken(t, srv, "sts.amazonaws.com")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(azureToken, []byte(githubToken(t, srv, "api://AzureADTokenExchange")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"AWS_ROLE_ARN": "arn:aws:iam::" + cloudfake.AWSAccount + ":role/kusionpr-bot", "AWS_WEB_IDENTITY_TOKEN_FILE": awsToken,
+		"AWS_ROLE_SESSION_NAME": "bot", "AWS_REGION": "eu-west-1", "AWS_ENDPOINT_URL_STS": srv.URL + "/aws/", "AWS_CA_BUNDLE": ca,
+		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
+	} {
+		t.Setenv(k, v)
+	}
+	eks := &clientcmdapi.ExecConfig{Command: "aws", Args: []string{"eks", "get-token", "--cluster-name", cloudfake.EKSCluster}}
+	if st := review(t, srv, token(t, eks, cloudtoken.Options{})); !st.Authenticated || st.User.Username != "arn:aws:sts::"+cloudfake.AWSAccount+":assumed-role/kusionpr-bot/bot" {
+		t.Errorf("IRSA: %+v", st)
+	}
+
+	aks := &clientcmdapi.ExecConfig{Command: "kubelogin", Args: []string{"get-token", "--login", "workloadidentity", "--server-id", cloudfake.AKSServerID}}
+	env := map[string]string{"AZURE_CLIENT_ID": "bot-client", "AZURE_TENANT_ID": "kusionpr-tenant", "AZURE_FEDERATED_TOKEN_FILE": azureToken, "AZURE_AUTHORITY_HOST": srv.URL + "/"}
+	opts := cloudtoken.Options{Getenv: func(k string) string { return env[k] },
+		Azure: cloudtoken.AzureOptions{ClientOptions: azcore.ClientOptions{Transport: srv.Client()}}}
+	if st := review(t, srv, token(t, aks, opts)); !st.Authenticated || st.User.Username != "bot-client" {
+		t.Errorf("Azure Workload Identity: %+v", st)
 	}
 }
