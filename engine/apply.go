@@ -142,6 +142,9 @@ func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts 
 	}
 	op.applyAll(ctx)
 	op.deleteAll(ctx)
+	if c := op.cancelled(); c != nil && ctx.Err() == nil {
+		return op.finish(ctx, op.cancelledError(c))
+	}
 	if err := ctx.Err(); err != nil {
 		return op.finish(ctx, fmt.Errorf("interrupted: %w", err))
 	}
@@ -156,6 +159,11 @@ func collectSkipped(results map[string]graph.Result, failed map[string]error) {
 		}
 		if r.Status == graph.Failed && r.Err != nil {
 			failed[id] = r.Err
+			continue
+		}
+		if r.Status == graph.Canceled && r.Err != nil {
+			// Kept wrapped: a cancel's errors are counted by what they are.
+			failed[id] = fmt.Errorf("%s: %w", id, r.Err)
 			continue
 		}
 		failed[id] = fmt.Errorf("%s: %s", id, describe(r))

@@ -36,6 +36,10 @@ type operation struct {
 	saver     *stateSaver
 	stopBeat  chan struct{}
 	beating   sync.WaitGroup
+	// stop closes when someone asked the release to stop (a cancel seen
+	// at a heartbeat): nothing more starts, what runs finishes.
+	stop     chan struct{}
+	stopOnce sync.Once
 	// lose ends the operation's context; the saver calls it when the store
 	// says someone else ended the release.
 	lose context.CancelCauseFunc
@@ -49,6 +53,32 @@ type operation struct {
 	// applied holds the objects applied so far (or found unchanged), which
 	// the references of their dependents resolve against.
 	applied map[string]*model.Resource
+	// cancel is the request that stopped the operation, once seen.
+	cancel *model.Cancel
+}
+
+// cancelRequests is a store that keeps requests that a running release
+// stop; backend.Store is one.
+type cancelRequests interface {
+	CancelRequest(ctx context.Context, project, workspace string, revision uint64) (*model.Cancel, error)
+}
+
+// Why a resource of a cancelled operation was not applied or deleted.
+var (
+	errNotStarted = errors.New("not applied: the run was cancelled")
+	errNotDeleted = errors.New("not deleted: the run was cancelled")
+)
+
+// CancelledError is the error of an operation stopped by a cancel request:
+// what was in flight finished, nothing more started.
+type CancelledError struct {
+	Cancel *model.Cancel
+	// NotDone counts the resources not applied or deleted.
+	NotDone int
+}
+
+func (e *CancelledError) Error() string {
+	return fmt.Sprintf("%s; %d resource(s) not applied or deleted", e.Cancel, e.NotDone)
 }
 
 func newOperation(e *Engine, st Stack, phase model.Phase, opts ApplyOptions) *operation {
@@ -102,8 +132,8 @@ func (op *operation) begin(ctx context.Context, latest *model.Release) (context.
 	op.log = e.logger().With("project", st.Project, "workspace", st.Workspace, "stack", st.Stack, "revision", rel.Revision)
 	ctx, op.lose = context.WithCancelCause(ctx)
 	op.saver = newStateSaver(e.Store, rel, op.log, op.lose)
-	op.stopBeat = make(chan struct{})
-	op.beating.Go(func() { op.saver.heartbeat(e.heartbeat(), e.now, op.stopBeat) })
+	op.stopBeat, op.stop = make(chan struct{}), make(chan struct{})
+	op.beating.Go(func() { op.heartbeat(ctx) })
 	if op.overtaken {
 		// Another runner released a revision between our read and our slot:
 		// carry its state, not the older one.
@@ -137,10 +167,63 @@ func (op *operation) plan(ctx context.Context, early *Preview) error {
 	return nil
 }
 
+// heartbeat shows the holder alive every interval and, where the store
+// keeps cancel requests, looks for one: a cancel stops the operation
+// within one beat of being asked.
+func (op *operation) heartbeat(ctx context.Context) {
+	cs, _ := op.engine.Store.(cancelRequests)
+	t := time.NewTicker(op.engine.heartbeat())
+	defer t.Stop()
+	for {
+		select {
+		case <-op.stopBeat:
+			return
+		case <-t.C:
+			op.saver.beat(op.engine.now())
+			if cs == nil || op.cancelled() != nil {
+				continue
+			}
+			c, err := cs.CancelRequest(ctx, op.stack.Project, op.stack.Workspace, op.rel.Revision)
+			switch {
+			case err != nil:
+				op.log.Warn("looking for a cancel request failed; looked for again at the next beat", "error", err)
+			case c != nil:
+				op.log.Info("cancel asked: applying nothing more, finishing what is in flight", "by", c.By, "reason", c.Reason)
+				op.mu.Lock()
+				op.cancel = c
+				op.mu.Unlock()
+				op.stopOnce.Do(func() { close(op.stop) })
+			}
+		}
+	}
+}
+
+// cancelled is the cancel request that stopped the operation, if any.
+func (op *operation) cancelled() *model.Cancel {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.cancel
+}
+
+// untilStop is ctx, ended too when the operation is asked to stop: for
+// waits (readiness) that a cancel cuts short, never for a change in flight.
+func (op *operation) untilStop(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-op.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // applyAll creates and updates, dependencies first.
 func (op *operation) applyAll(ctx context.Context) {
 	ix := op.index
-	results := ix.graph.Walk(ctx, graph.WalkOptions{Parallelism: op.engine.parallelism(), Unbounded: ix.batched}, op.applyNode)
+	results := ix.graph.Walk(ctx, graph.WalkOptions{Parallelism: op.engine.parallelism(), Unbounded: ix.batched,
+		Stop: op.stop, StopErr: errNotStarted}, op.applyNode)
 	collectSkipped(results, op.res.Failed)
 }
 
@@ -185,7 +268,12 @@ func (op *operation) applyNode(ctx context.Context, id string) error {
 	op.saver.put(withApplied(*out, appliedFingerprint(model.WithSensitivePaths(resolved, paths))))
 	op.setApplied(id, out)
 	if !op.opts.NoWatch {
-		if err := rt.Watch(ctx, *out); err != nil {
+		wctx, cancel := op.untilStop(ctx)
+		defer cancel()
+		if err := rt.Watch(wctx, *out); err != nil {
+			if op.cancelled() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("%s: applied, not waited for until ready: the run was cancelled", id)
+			}
 			return op.fail(id, err)
 		}
 	}
@@ -199,8 +287,22 @@ func (op *operation) deleteAll(ctx context.Context) {
 	if ix.deletions == nil || ctx.Err() != nil {
 		return
 	}
-	results := ix.deletions.Walk(ctx, graph.WalkOptions{Parallelism: op.engine.parallelism(), Reverse: true, Unbounded: ix.batched}, op.deleteNode)
+	results := ix.deletions.Walk(ctx, graph.WalkOptions{Parallelism: op.engine.parallelism(), Reverse: true, Unbounded: ix.batched,
+		Stop: op.stop, StopErr: errNotDeleted}, op.deleteNode)
 	collectSkipped(results, op.res.Failed)
+}
+
+// cancelledError is the operation's error once a cancel stopped it.
+func (op *operation) cancelledError(c *model.Cancel) error {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	n := 0
+	for _, err := range op.res.Failed {
+		if errors.Is(err, errNotStarted) || errors.Is(err, errNotDeleted) {
+			n++
+		}
+	}
+	return &CancelledError{Cancel: c, NotDone: n}
 }
 
 // deleteNode deletes one resource of the prior state and drops it from the

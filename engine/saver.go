@@ -86,20 +86,6 @@ func (s *stateSaver) beat(now time.Time) {
 	s.changed()
 }
 
-// heartbeat beats every interval until stop is closed.
-func (s *stateSaver) heartbeat(interval time.Duration, now func() time.Time, stop <-chan struct{}) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			s.beat(now())
-		}
-	}
-}
-
 func (s *stateSaver) snapshot() *model.Release {
 	s.mu.Lock()
 	defer s.mu.Unlock()

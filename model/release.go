@@ -117,6 +117,26 @@ func (r *Repository) String() string {
 	return fmt.Sprintf("%s (id %d)", name, r.ID)
 }
 
+// Cancel is a request that a running release stop: its holder applies
+// nothing more, lets what is in flight finish and ends the release failed,
+// saying who cancelled. It is kept beside the release, never in it, so the
+// holder's own writes cannot erase it.
+type Cancel struct {
+	Revision uint64    `json:"revision"`
+	By       string    `json:"by"`
+	At       time.Time `json:"at"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// String says who cancelled, when and why, as the release's message does.
+func (c *Cancel) String() string {
+	s := fmt.Sprintf("cancelled by %s at %s", c.By, c.At.UTC().Format(time.RFC3339))
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
+}
+
 // State is what the runtimes reported after the release's operation.
 type State struct {
 	Resources Resources `json:"resources" yaml:"resources"`

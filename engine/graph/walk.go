@@ -50,6 +50,12 @@ type WalkOptions struct {
 	// run (a Terraform plan of many resources) cost nothing while waiting,
 	// and the batch is the larger for each of them.
 	Unbounded func(id string) bool
+	// Stop, when closed, starts no further fn call: nodes not started are
+	// Canceled with StopErr, while running calls go on with their live ctx
+	// and Walk waits for them, so what is in flight finishes (a cancelled
+	// apply). Nil never stops.
+	Stop    <-chan struct{}
+	StopErr error
 }
 
 type done struct {
@@ -129,11 +135,15 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 
 	canceled := false
 	for {
-		if !canceled && ctx.Err() != nil {
+		if !canceled && (ctx.Err() != nil || stopped(opts.Stop)) {
 			canceled = true
+			cause := context.Cause(ctx)
+			if cause == nil {
+				cause = opts.StopErr
+			}
 			for i, id := range g.ids {
 				if _, decided := results[id]; !decided && !started[i] {
-					results[id] = Result{Status: Canceled, Err: context.Cause(ctx)}
+					results[id] = Result{Status: Canceled, Err: cause}
 				}
 			}
 		}
@@ -166,6 +176,8 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 			case d = <-finished:
 			case <-ctx.Done():
 				continue
+			case <-opts.Stop:
+				continue
 			}
 		}
 		inFlight--
@@ -197,6 +209,16 @@ func (g *Graph) Walk(ctx context.Context, opts WalkOptions, fn func(ctx context.
 		}
 	}
 	return results
+}
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // walkRanks orders the nodes for a walk: forward by spec position (the
