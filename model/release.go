@@ -76,6 +76,9 @@ type Origin struct {
 	// outside GitHub (the operator), the one the releases before it named.
 	// Runs from any other repository are refused (see backend.CheckOwner).
 	Repository *Repository `json:"repository,omitempty" yaml:"repository,omitempty"`
+	// RollbackTo is the revision whose recorded spec this release applied
+	// (a rollback), and Reason says so with who asked.
+	RollbackTo uint64 `json:"rollbackTo,omitempty" yaml:"rollbackTo,omitempty"`
 	// Adopted is set on the release by which Repository took over releases
 	// that named no repository (written by the Kusion CLI, or by a run
 	// outside GitHub before any repository ran on them).

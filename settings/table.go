@@ -32,7 +32,7 @@ var declared = []Setting{
 		return err
 	}), Input: &Input{Doc: "preview, apply, destroy or drift. Default: preview on a pull request and on a merge queue's group (merge_group), apply on a push. drift (on schedule or workflow_dispatch) compares every stack under root with its latest release, reading only, and fails the step with exit code 2 when some stack drifted (see fail-on-drift)."}},
 	{Name: "stack", Type: String, Default: ".", Help: "stack folder (holds stack.yaml; project.yaml is in it or above it)",
-		Flag: &Flag{Commands: runs("generate", "unlock")}},
+		Flag: &Flag{Commands: runs("generate", "unlock", "cancel", "releases")}},
 	{Name: "drift-stack", Type: String, Help: "scan this one stack folder instead of every stack under --root",
 		Flag: &Flag{Name: "stack", Commands: []string{"drift"}}},
 	{Name: "root", Type: String, Default: ".", Help: "folder under which every stack (a folder holding stack.yaml) is looked for",
@@ -45,12 +45,12 @@ var declared = []Setting{
 	{Name: "shared-paths", Type: List,
 		Input: &Input{Doc: "Globs of files every stack uses: a change to one touches all stacks."}},
 	{Name: "workspace", Type: String, DefaultDoc: "stack.yaml's workspace, else the workspace named after the stack, else default", Help: "workspace name",
-		Flag:  &Flag{Commands: runs("generate", "unlock", "drift")},
+		Flag:  &Flag{Commands: runs("generate", "unlock", "cancel", "releases", "drift")},
 		Input: &Input{Doc: "The workspace every stack is generated and released with. Default: each stack's own (stack.yaml's workspace, else the workspace named after the stack when the repository has its file, else default). A workspace the backend holds (Kusion's workspaces/<name>.yaml, as kusion workspace create writes it) is used before the repository's file of that name."},
 		Var:   &Var{Name: "KUSIONPR_WORKSPACE", YAML: "workspace", Bot: true}},
 	{Name: "backend", Type: String, DefaultDoc: "the Kusion CLI's current backend, else file:// of $KUSION_HOME or ~/.kusion",
 		Help:  "release store URL: file:///ABSOLUTE/PATH, s3://BUCKET, gs://BUCKET, azblob://CONTAINER, oss://BUCKET?endpoint=HOST or mem://; its workspaces (Kusion's workspaces/<name>.yaml) are used before the repository's",
-		Flag:  &Flag{Commands: runs("generate", "unlock", "drift")},
+		Flag:  &Flag{Commands: runs("generate", "unlock", "cancel", "releases", "drift")},
 		Input: &Input{Doc: "Where releases are kept, and the workspaces the Kusion CLI keeps there (read only): s3://, gs://, azblob://, oss://, file://. Default: the Kusion configuration's current backend, else a local folder (lost with the runner)."},
 		Var:   &Var{Name: "KUSIONPR_BACKEND", YAML: "backend", Bot: true}},
 	{Name: "kubeconfig", Type: String, Secret: true,
@@ -173,7 +173,7 @@ var declared = []Setting{
 	{Name: "output", Type: String, Default: "text", Help: "output format: json, markdown or text",
 		Check: check(func(s string) error { _, err := report.ParseFormat(s); return err }),
 		Flag:  &Flag{Name: "o", Commands: runs("drift")}},
-	{Name: "yes", Type: Bool, Default: "false", Help: "apply or destroy without asking", Flag: &Flag{Commands: runs()}},
+	{Name: "yes", Type: Bool, Default: "false", Help: "apply, destroy or roll back without asking", Flag: &Flag{Commands: runs()}},
 	{Name: "dry-run", Type: Bool, Default: "false", Help: "show what would happen; change nothing anywhere", Flag: &Flag{Commands: runs()}},
 	{Name: "parallelism", Type: Int, Default: "10", Help: "resources worked on at once", Flag: &Flag{Commands: runs("drift")}},
 	{Name: "force-conflicts", Type: Bool, Default: "true", Help: "on apply, take over fields another field manager owns", Flag: &Flag{Commands: runs()}},
@@ -191,16 +191,16 @@ var declared = []Setting{
 	{Name: "generate-output", Type: String, Help: "write the Spec to this file instead of standard output",
 		Flag: &Flag{Name: "o", Commands: []string{"generate"}}},
 	{Name: "format", Type: String, Default: "yaml", Help: "yaml or json", Flag: &Flag{Commands: []string{"generate"}}},
-	{Name: "reason", Type: String, Help: "why the running release is ended (recorded in it)", Flag: &Flag{Commands: []string{"unlock"}}},
+	{Name: "reason", Type: String, Help: "why the running release is ended or cancelled (recorded with it)", Flag: &Flag{Commands: []string{"unlock", "cancel"}}},
+	{Name: "rollback-to", Type: Int, Range: &Range{Min: 1, Want: "a release's revision (1 or more)"},
+		Help: "the revision of the release whose recorded spec the stack goes back to", Flag: &Flag{Name: "to", Commands: []string{"rollback"}}},
+	{Name: "releases-output", Type: String, Default: "text", Help: "output format: text or json", Check: textOrJSON,
+		Flag: &Flag{Name: "o", Commands: []string{"releases"}}},
+	{Name: "releases-limit", Type: Int, Default: "20", Range: &Range{Min: 0, Want: "a number of releases (0 for all)"},
+		Help: "how many releases, newest first (0 for all)", Flag: &Flag{Name: "limit", Commands: []string{"releases"}}},
 	{Name: "policy-test-dir", Type: String, Default: "policy", Help: "the policy folder: every .rego file below it, *_test.rego included",
 		Flag: &Flag{Name: "dir", Commands: []string{"policy test"}}},
-	{Name: "policy-test-output", Type: String, Default: "text", Help: "output format: text or json",
-		Check: check(func(s string) error {
-			if s != "text" && s != "json" {
-				return fmt.Errorf("%q is neither text nor json", s)
-			}
-			return nil
-		}),
+	{Name: "policy-test-output", Type: String, Default: "text", Help: "output format: text or json", Check: textOrJSON,
 		Flag: &Flag{Name: "o", Commands: []string{"policy test"}}},
 
 	// The bot alone.
@@ -337,8 +337,16 @@ var declared = []Setting{
 
 // runs are the commands that run a stack (action run's), and more.
 func runs(more ...string) []string {
-	return append([]string{"preview", "apply", "destroy", "execute"}, more...)
+	return append([]string{"preview", "apply", "destroy", "rollback", "execute"}, more...)
 }
+
+// textOrJSON checks an output format of text or json.
+var textOrJSON = check(func(s string) error {
+	if s != "text" && s != "json" {
+		return fmt.Errorf("%q is neither text nor json", s)
+	}
+	return nil
+})
 
 // check adapts a check of one type of value.
 func check[T any](f func(T) error) func(any) error {

@@ -60,6 +60,10 @@ type Request struct {
 	// Policy are the rules the plan is judged by, as data: the worker
 	// compiles them where it runs.
 	Policy *Policies `json:"policy,omitempty"`
+	// RollbackTo, with Preview or Apply, runs the spec release RollbackTo
+	// recorded instead of generating one: the stack is put back as that
+	// release left it (see stackRun.recall).
+	RollbackTo uint64 `json:"rollbackTo,omitempty"`
 
 	// Root is the repository checkout the stack lies in, on this machine:
 	// project.yaml and workspaces/ are not looked for above it, and files

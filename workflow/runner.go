@@ -254,10 +254,14 @@ func (s *stackRun) open(ctx context.Context) error {
 	return nil
 }
 
-// generate makes the spec the stack runs with; a destroy has none.
+// generate makes the spec the stack runs with; a destroy has none, a
+// rollback's is the release's it goes back to.
 func (s *stackRun) generate(ctx context.Context) error {
 	if s.req.Command == Destroy {
 		return nil
+	}
+	if s.req.RollbackTo != 0 {
+		return s.recall(ctx)
 	}
 	spec, sw, err := s.r.StackSpec(ctx, s.req, s.out.Stack, s.store, s.out.Store)
 	if sw != nil {

@@ -23,7 +23,7 @@ func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // TestHelp asks the binary for help as a newcomer would: every spelling
 // answers on stdout with exit 0, and names what each command or flag does.
 func TestHelp(t *testing.T) {
-	commands := []string{"preview", "apply", "destroy", "generate", "unlock"}
+	commands := []string{"preview", "apply", "destroy", "generate", "unlock", "rollback", "releases", "cancel"}
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -32,11 +32,14 @@ func TestHelp(t *testing.T) {
 		{[]string{"-h"}, commands},
 		{[]string{"help"}, commands},
 		{[]string{"preview", "--help"}, []string{"usage: action preview", "-stack", "stack folder", "-backend", "release store URL", "-o string", "output format", "-dry-run"}},
-		{[]string{"apply", "-h"}, []string{"usage: action apply", "-yes", "apply or destroy without asking", "-no-watch"}},
+		{[]string{"apply", "-h"}, []string{"usage: action apply", "-yes", "apply, destroy or roll back without asking", "-no-watch"}},
 		{[]string{"destroy", "--help"}, []string{"usage: action destroy", "-yes"}},
 		{[]string{"help", "apply"}, []string{"usage: action apply", "-yes"}},
 		{[]string{"generate", "--help"}, []string{"usage: action generate", "-stack", "-workspace", "-o string", "write the Spec to this file", "-format"}},
 		{[]string{"unlock", "--help"}, []string{"usage: action unlock", "-reason", "why the running release is ended", "-backend"}},
+		{[]string{"rollback", "--help"}, []string{"usage: action rollback", "-to int", "the revision of the release whose recorded spec", "-yes", "-kubeconfigs"}},
+		{[]string{"releases", "--help"}, []string{"usage: action releases", "-o string", "text or json", "-limit int", "(default 20)", "-backend"}},
+		{[]string{"cancel", "--help"}, []string{"usage: action cancel", "-reason", "-backend", "next heartbeat"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			stdout, stderr, code := runBinary(t, tc.args...)
@@ -61,7 +64,7 @@ func TestUnknownCommand(t *testing.T) {
 			if code != 2 {
 				t.Errorf("exit %d, want 2", code)
 			}
-			for _, c := range []string{"preview", "apply", "destroy", "generate", "unlock"} {
+			for _, c := range []string{"preview", "apply", "destroy", "generate", "unlock", "rollback", "releases", "cancel"} {
 				if !strings.Contains(stderr, "  "+c+" ") {
 					t.Errorf("the error does not list %s:\n%s", c, stderr)
 				}

@@ -113,6 +113,10 @@ commands:
   generate  print the stack's Spec (generated from main.yaml, or spec.yaml)
   drift     compare every stack under a root with its latest release, reading
             only; exit code 2 when some stack drifted
+  rollback  put the stack back as release --to N left it (preview, ask or
+            --yes, apply as a new release)
+  releases  list the stack's releases, newest first (-o json)
+  cancel    ask the stack's running release to stop at its next heartbeat
   unlock    end a release left running (its runner died), recording why
   policy    "policy test" runs a policy folder's Rego unit tests
   execute   run one request of the bot's as its worker (a Kubernetes Job)
@@ -131,6 +135,9 @@ var commandUsage = map[string]string{
 	"execute":  "usage: action execute --request JSON [--backend URL] [flags]\n\nRuns one stack's request as a worker away from the bot (a Kubernetes Job):\nunpacks the checkout the bot left in the --backend store, runs the request's\ncommand on its stack and leaves the result there for the bot to report. The\nexit code is 1 when the stack failed.\n",
 	"drift":    "usage: action drift [--root DIR | --stack DIR] [flags]\n\nCompares the live objects of every stack under --root (or of --stack) with the\nstack's latest release: what changed outside of a release (drift), and whether\nthe checkout's spec differs from that release. Reads only: writes no release,\ntakes no lock. The exit code is 2 when some stack drifted, 1 when some stack\ncould not be scanned, 0 otherwise.\n",
 	"unlock":   "usage: action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]\n\nEnds a release left running (its runner died) by hand, recording who and\nwhy, as kusion release unlock does.\n",
+	"rollback": "usage: action rollback --stack DIR --to N [flags]\n\nPuts the stack back as release N left it: previews the spec N recorded against\nthe latest release and the live objects, asks (unless --yes), applies it and\nrecords a new release saying rollback to N. Resources made since N are\ndeleted; Terraform goes on from the latest release's state.\n",
+	"cancel":   "usage: action cancel --stack DIR [--reason TEXT] [--workspace NAME] [--backend URL]\n\nAsks the stack's running release to stop: its runner, wherever it runs, sees\nthe request at its next heartbeat, lets what is in flight finish, applies\nnothing more and ends the release failed, saying who cancelled.\n",
+	"releases": "usage: action releases --stack DIR [-o text|json] [--limit N] [--workspace NAME] [--backend URL]\n\nLists the stack's releases, newest first: revision, phase, when, who, and\nfrom which command, pull request or commit.\n",
 }
 
 // parseFlags parses a command's flags: --help prints the command's usage
@@ -174,6 +181,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	case "unlock":
 		return unlock(ctx, args[1:], stdout, stderr)
+	case "rollback":
+		return rollback(ctx, args[1:], stdin, stdout, stderr)
+	case "cancel":
+		return cancelRun(ctx, args[1:], stdout, stderr)
+	case "releases":
+		return releasesCommand(ctx, args[1:], stdout, stderr)
 	case "generate":
 		return generateSpec(ctx, args[1:], stdout, stderr)
 	case "drift":
@@ -393,11 +406,7 @@ func unlock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	o := localOrigin("unlock")
-	who := o.User
-	if o.Host != "" {
-		who += "@" + o.Host
-	}
+	who := whoLocally()
 	// The store is named with the release it ended, as every command names
 	// the store it used.
 	var where string

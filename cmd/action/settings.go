@@ -59,6 +59,9 @@ type cliSettings struct {
 	GenerateOutput            string            `setting:"generate-output"`
 	Format                    string            `setting:"format"`
 	Reason                    string            `setting:"reason"`
+	RollbackTo                int               `setting:"rollback-to"`
+	ReleasesOutput            string            `setting:"releases-output"`
+	ReleasesLimit             int               `setting:"releases-limit"`
 	Request                   string            `setting:"request"`
 	Yes                       bool              `setting:"yes"`
 	DryRun                    bool              `setting:"dry-run"`
@@ -149,6 +152,7 @@ func (s cliSettings) request(cmd workflow.Command) (workflow.Request, error) {
 		return req, fmt.Errorf("%s: %w", settings.Must("stack").FlagName(), err)
 	}
 	req.Workspace, req.RecordUnchanged, req.DryRun = s.Workspace, s.RecordUnchanged, s.DryRun
+	req.RollbackTo = uint64(s.RollbackTo)
 	return req, nil
 }
 

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kusionpr/kusionpr/backend"
+	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/workflow"
+)
+
+// rollback previews the spec release --to recorded against the live
+// objects, asks (unless --yes) and applies it as a new release.
+func rollback(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	s, code, ok := parseCommand("rollback", args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if s.RollbackTo == 0 {
+		fmt.Fprintln(stderr, "error: --to is required: the revision to go back to (action releases lists them)")
+		return 2
+	}
+	return runStack(ctx, workflow.Apply, s, stdin, stdout, stderr)
+}
+
+// cancelRun asks the stack's running release to stop.
+func cancelRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	s, code, ok := parseCommand("cancel", args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	runner := s.runner(nil)
+	req, err := s.request("")
+	var (
+		rel *model.Release
+		c   *model.Cancel
+	)
+	if err == nil {
+		rel, c, err = runner.Cancel(ctx, req, whoLocally(), s.Reason)
+	}
+	var nothing *backend.NothingRunningError
+	if errors.As(err, &nothing) {
+		fmt.Fprintf(stderr, "error: %v: nothing to cancel\n", err)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Release %d of %s/%s (%s since %s): %s.\n", rel.Revision, rel.Project, rel.Workspace, rel.Phase,
+		rel.CreateTime.UTC().Format(time.RFC3339), c)
+	fmt.Fprintln(stdout, "Its runner stops at its next heartbeat: what is in flight finishes, nothing more is applied, and the release ends failed.")
+	return 0
+}
+
+// whoLocally is the user and machine a command from one's own machine
+// records.
+func whoLocally() string {
+	o := localOrigin("")
+	if o.Host != "" {
+		return o.User + "@" + o.Host
+	}
+	return o.User
+}
+
+// releasesCommand lists a stack's releases, newest first.
+func releasesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	s, code, ok := parseCommand("releases", args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	runner := s.runner(nil)
+	req, err := s.request("")
+	var h *workflow.History
+	if err == nil {
+		h, err = runner.Releases(ctx, req, s.ReleasesLimit)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	if s.ReleasesOutput == "json" {
+		return writeHistoryJSON(stdout, stderr, h)
+	}
+	fmt.Fprintf(stderr, "Release store: %s\n", h.Store)
+	if len(h.Releases) == 0 {
+		fmt.Fprintf(stdout, "%s/%s has no release.\n", h.Project, h.Workspace)
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REVISION\tPHASE\tWHEN\tWHO\tFROM")
+	for _, r := range h.Releases {
+		e := entryOf(r)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Revision, e.Phase, e.Created.Format("2006-01-02 15:04:05Z"), cmp.Or(e.Who, "-"), cmp.Or(e.From, "-"))
+	}
+	tw.Flush()
+	if h.More > 0 {
+		fmt.Fprintf(stdout, "... and %d older (--limit 0 lists all)\n", h.More)
+	}
+	return 0
+}
+
+// historyEntry is one release as releases lists it (and -o json writes it).
+type historyEntry struct {
+	Revision    uint64      `json:"revision"`
+	Phase       model.Phase `json:"phase"`
+	Stack       string      `json:"stack"`
+	Created     time.Time   `json:"createTime"`
+	Modified    time.Time   `json:"modifiedTime"`
+	Who         string      `json:"who,omitempty"`
+	From        string      `json:"from,omitempty"`
+	Command     string      `json:"command,omitempty"`
+	PullRequest int         `json:"pullRequest,omitempty"`
+	SHA         string      `json:"sha,omitempty"`
+	RollbackTo  uint64      `json:"rollbackTo,omitempty"`
+	Message     string      `json:"message,omitempty"`
+}
+
+func entryOf(r *model.Release) historyEntry {
+	e := historyEntry{Revision: r.Revision, Phase: r.Phase, Stack: r.Stack, Created: r.CreateTime.UTC(), Modified: r.ModifiedTime.UTC(),
+		Message: model.MaskFingerprints(r.Message)}
+	o := r.Origin
+	if o == nil {
+		// Written by the Kusion CLI: no one and nothing recorded.
+		return e
+	}
+	e.Who, e.Command, e.PullRequest, e.SHA, e.RollbackTo = cmp.Or(o.Actor, o.User), o.Command, o.PullRequest, o.SHA, o.RollbackTo
+	var from []string
+	if o.Command != "" {
+		from = append(from, o.Command)
+	}
+	if o.PullRequest != 0 {
+		from = append(from, fmt.Sprintf("#%d", o.PullRequest))
+	}
+	if o.SHA != "" {
+		from = append(from, "at "+o.SHA[:min(len(o.SHA), 12)])
+	}
+	if o.Reason != "" {
+		from = append(from, "("+o.Reason+")")
+	}
+	e.From = strings.Join(from, " ")
+	return e
+}
+
+func writeHistoryJSON(stdout, stderr io.Writer, h *workflow.History) int {
+	out := struct {
+		Project   string         `json:"project"`
+		Workspace string         `json:"workspace"`
+		Releases  []historyEntry `json:"releases"`
+		More      int            `json:"more,omitempty"`
+	}{Project: h.Project, Workspace: h.Workspace, Releases: []historyEntry{}, More: h.More}
+	for _, r := range h.Releases {
+		out.Releases = append(out.Releases, entryOf(r))
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,76 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/kusionpr/kusionpr/backend"
+	"github.com/kusionpr/kusionpr/engine/project"
+	"github.com/kusionpr/kusionpr/model"
+)
+
+// History is a stack's releases, newest first, and where they are kept.
+type History struct {
+	Project, Workspace string
+	// Store names the release store for people.
+	Store    string
+	Releases []*model.Release
+	// More counts the older releases left out by the limit.
+	More int
+}
+
+// Releases reads the request's stack's releases, newest first, at most
+// limit of them (0: all).
+func (r *Runner) Releases(ctx context.Context, req Request, limit int) (*History, error) {
+	st, err := project.LoadStack(req.Root, req.Dir())
+	if err != nil {
+		return nil, err
+	}
+	store, where, err := r.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	h := &History{Project: st.Project.Name, Workspace: st.WorkspaceName(req.Workspace), Store: where}
+	owned := backend.Owned{Store: store, Run: req.repository()}
+	if _, err := owned.Latest(ctx, h.Project, h.Workspace); err != nil {
+		return nil, err
+	}
+	revs, err := store.Revisions(ctx, h.Project, h.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(revs)
+	slices.Reverse(revs)
+	if limit > 0 && len(revs) > limit {
+		h.More, revs = len(revs)-limit, revs[:limit]
+	}
+	for _, n := range revs {
+		rel, err := store.Get(ctx, h.Project, h.Workspace, n)
+		if err != nil {
+			return nil, fmt.Errorf("releases of %s/%s: %w", h.Project, h.Workspace, err)
+		}
+		h.Releases = append(h.Releases, rel)
+	}
+	return h, nil
+}
+
+// Cancel asks the running release of the request's stack to stop: its
+// runner sees it at its next heartbeat, lets what is in flight finish and
+// ends the release failed, saying who cancelled. It returns the release
+// asked, the request that stands (an earlier one if another asked first)
+// and how often the runner looks; a stack nothing runs on is a
+// *backend.NothingRunningError.
+func (r *Runner) Cancel(ctx context.Context, req Request, who, why string) (*model.Release, *model.Cancel, error) {
+	st, err := project.LoadStack(req.Root, req.Dir())
+	if err != nil {
+		return nil, nil, err
+	}
+	store, _, err := r.Open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer store.Close()
+	return backend.Owned{Store: store, Run: req.repository()}.RequestCancel(ctx, st.Project.Name, st.WorkspaceName(req.Workspace), who, why)
+}
