@@ -34,6 +34,7 @@ type gitHub interface {
 	ChecksGreen(ctx context.Context, sha string, own githubapi.Own) (bool, []string, error)
 	Checkout(ctx context.Context, ref, dir string, lim githubapi.ArchiveLimits) error
 	FileAt(ctx context.Context, path, ref string, limit int) ([]byte, error)
+	BranchHead(ctx context.Context, branch string) (string, error)
 }
 
 // stackWork is what an authorised command does to the stacks of a
@@ -41,6 +42,8 @@ type gitHub interface {
 type stackWork interface {
 	Change(ctx context.Context, c *workflow.Change) (*workflow.Outcome, error)
 	Unlock(ctx context.Context, req workflow.Request, who, why string) (*model.Release, error)
+	Cancel(ctx context.Context, req workflow.Request, who, why string) (*model.Release, *model.Cancel, error)
+	Releases(ctx context.Context, req workflow.Request, limit int) (*workflow.History, error)
 }
 
 // workflowWork runs each stack through stacks (the runner itself, or an
@@ -63,6 +66,14 @@ func (w workflowWork) Change(ctx context.Context, c *workflow.Change) (*workflow
 
 func (w workflowWork) Unlock(ctx context.Context, req workflow.Request, who, why string) (*model.Release, error) {
 	return w.runner.Unlock(ctx, req, who, why)
+}
+
+func (w workflowWork) Cancel(ctx context.Context, req workflow.Request, who, why string) (*model.Release, *model.Cancel, error) {
+	return w.runner.Cancel(ctx, req, who, why)
+}
+
+func (w workflowWork) Releases(ctx context.Context, req workflow.Request, limit int) (*workflow.History, error) {
+	return w.runner.Releases(ctx, req, limit)
 }
 
 // command is one job being handled: what it asks, of whom, and how it
@@ -119,10 +130,12 @@ func (c *command) refuseErr(ctx context.Context, what string, err error) {
 // its work; each answers every refusal on the pull request.
 func (b *Bot) handlers() map[chatops.Verb]func(context.Context, *command) {
 	return map[chatops.Verb]func(context.Context, *command){
-		chatops.Help:    b.help,
-		chatops.Preview: b.preview,
-		chatops.Apply:   b.apply,
-		chatops.Unlock:  b.unlock,
+		chatops.Help:     b.help,
+		chatops.Preview:  b.preview,
+		chatops.Apply:    b.apply,
+		chatops.Unlock:   b.unlock,
+		chatops.Rollback: b.rollback,
+		chatops.Cancel:   b.cancelRun,
 	}
 }
 
@@ -150,9 +163,11 @@ func (b *Bot) handle(ctx context.Context, j job) {
 		}
 	}
 	handle, ok := b.handlers()[j.command.Verb]
-	if j.driftIssue && j.command.Verb != chatops.Help && j.command.Verb != chatops.Apply {
+	switch {
+	case !j.driftIssue:
+	case j.command.Verb == chatops.Preview || j.command.Verb == chatops.Unlock:
 		// An issue has no head to preview or unlock from.
-		c.refuse(ctx, "on a drift issue, `/kusion apply` applies the stack's latest release again; the other commands are for pull requests")
+		c.refuse(ctx, "on a drift issue, `/kusion apply` applies the stack's latest release again, and `/kusion rollback` and `/kusion cancel` work as on a pull request; the other commands are for pull requests")
 		return
 	}
 	if !ok {

@@ -92,6 +92,8 @@ func (f *fakeGitHub) Checkout(context.Context, string, string, githubapi.Archive
 	return f.checkout
 }
 
+func (f *fakeGitHub) BranchHead(context.Context, string) (string, error) { return headSHA, nil }
+
 // fakeWork does a command's work on no cluster: it keeps what it was asked.
 type fakeWork struct {
 	changes []*workflow.Change
@@ -103,6 +105,15 @@ type fakeWork struct {
 func (w *fakeWork) Change(_ context.Context, c *workflow.Change) (*workflow.Outcome, error) {
 	w.changes = append(w.changes, c)
 	return w.out, w.err
+}
+
+func (w *fakeWork) Cancel(_ context.Context, _ workflow.Request, who, why string) (*model.Release, *model.Cancel, error) {
+	w.unlocks = append(w.unlocks, "cancel "+who+": "+why)
+	return &model.Release{Revision: 4, Phase: model.PhaseApplying}, &model.Cancel{Revision: 4, By: who}, w.err
+}
+
+func (w *fakeWork) Releases(context.Context, workflow.Request, int) (*workflow.History, error) {
+	return &workflow.History{}, nil
 }
 
 func (w *fakeWork) Unlock(_ context.Context, _ workflow.Request, who, why string) (*model.Release, error) {

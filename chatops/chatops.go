@@ -9,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -20,10 +21,12 @@ import (
 type Verb string
 
 const (
-	Apply   Verb = "apply"
-	Preview Verb = "preview"
-	Unlock  Verb = "unlock"
-	Help    Verb = "help"
+	Apply    Verb = "apply"
+	Preview  Verb = "preview"
+	Unlock   Verb = "unlock"
+	Rollback Verb = "rollback"
+	Cancel   Verb = "cancel"
+	Help     Verb = "help"
 )
 
 // Prefix starts every command.
@@ -37,6 +40,8 @@ type Command struct {
 	// never holding ".." or starting with "/". For Apply and Preview none
 	// means every stack the pull request touches; Unlock has exactly one.
 	Stacks []string
+	// Revision is the release a rollback goes back to.
+	Revision uint64
 	// OverridePolicy are the policy rules (their ids) an apply is to pass
 	// (--override-policy <rule>, repeatable): the bot lets only those it
 	// authorises for it.
@@ -97,7 +102,9 @@ func command(rest string) Command {
 	case Help:
 		// "/kusion help me" still wants help; nothing to complain about.
 		return Command{Verb: Help}
-	case Apply, Preview, Unlock:
+	case Apply, Preview, Unlock, Cancel:
+	case Rollback:
+		return rollback(args)
 	default:
 		return Command{Verb: Help, Unknown: words[0], Problem: "no such command"}
 	}
@@ -135,10 +142,29 @@ func command(rest string) Command {
 	if problem != "" {
 		return Command{Verb: Help, Unknown: bad, Problem: problem}
 	}
-	if verb == Unlock && len(stacks) != 1 {
-		return Command{Verb: Help, Problem: "unlock needs one stack folder"}
+	if (verb == Unlock || verb == Cancel) && len(stacks) != 1 {
+		return Command{Verb: Help, Problem: string(verb) + " needs one stack folder"}
 	}
 	return Command{Verb: verb, Stacks: stacks, OverridePolicy: overrides}
+}
+
+// rollback reads "rollback <stack> <revision>".
+func rollback(args []string) Command {
+	if len(args) != 2 {
+		return Command{Verb: Help, Problem: "rollback needs a stack folder and a release's revision: /kusion rollback <stack> <revision>"}
+	}
+	if strings.HasPrefix(args[0], "-") {
+		return Command{Verb: Help, Unknown: args[0], Problem: "no such option"}
+	}
+	n, err := strconv.ParseUint(args[1], 10, 64)
+	if err != nil || n == 0 || n > 1<<40 {
+		return Command{Verb: Help, Unknown: args[1], Problem: "a release's revision is a whole number, 1 or more"}
+	}
+	stacks, bad, problem := cleanStacks(args[:1])
+	if problem != "" {
+		return Command{Verb: Help, Unknown: bad, Problem: problem}
+	}
+	return Command{Verb: Rollback, Stacks: stacks, Revision: n}
 }
 
 // ruleID is what names a policy rule in an override.
@@ -204,9 +230,11 @@ const helpBody = "### Kusion commands\n" +
 	"| `/kusion apply [stack...]` | applies the stacks before the pull request is merged, and reports each in its comment |\n" +
 	"| `/kusion apply --override-policy <rule> [stack...]` | the same, letting the plan through that policy rule's denial; only for those the bot lets override (by default admins), and recorded in the release |\n" +
 	"| `/kusion unlock <stack>` | ends the stack's running release, such as one left behind by a run that died, and records who ended it; a runner still alive stops at its next write |\n" +
+	"| `/kusion rollback <stack> <revision>` | puts the stack back as that release left it: the spec it recorded is applied again as a new release, with the gates of an apply (policies of the default branch, deployments); what was made since is deleted. Also on a drift issue |\n" +
+	"| `/kusion cancel <stack>` | asks the stack's running apply to stop: what is in flight finishes, nothing more is applied, and its release ends failed, saying who cancelled. Also on a drift issue |\n" +
 	"| `/kusion help` | shows this message |\n" +
 	"\n" +
-	"**Who may apply or unlock.** Only people with write or admin permission on the repository.\n" +
+	"**Who may apply, unlock, roll back or cancel.** Only people with write or admin permission on the repository.\n" +
 	"\n" +
 	"**When a pull request can be applied before merge.** All of these must hold:\n" +
 	"\n" +
