@@ -248,7 +248,7 @@ func TestConcurrentBuildsBuildEachOnce(t *testing.T) {
 	}
 	for _, want := range []string{"build kube-apiserver", "build kube-controller-manager", "build kube-scheduler", "build kwok",
 		"build tofu", "build terraform-provider-local", "build terraform-provider-time", "build minio", "build fake-gcs-server",
-		"build registry", "build kclsources"} {
+		"build registry", "build kclsources", "build cloudfake"} {
 		if seen[want] != 1 {
 			t.Errorf("%q: %d times, want once (all: %q)", want, seen[want], builds)
 		}
@@ -262,7 +262,7 @@ func TestConcurrentBuildsBuildEachOnce(t *testing.T) {
 	}
 
 	bin := filepath.Join(cache, "testenv", "bin")
-	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "tofu", "minio", "fake-gcs-server", "registry", "kclsources"} {
+	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "tofu", "minio", "fake-gcs-server", "registry", "kclsources", "cloudfake"} {
 		if got, err := os.ReadFile(filepath.Join(bin, name)); err != nil || string(got) != "complete "+name+"\n" {
 			t.Errorf("%s holds %q (%v), want what its build wrote whole", name, got, err)
 		}
@@ -502,7 +502,7 @@ func builtCache(t *testing.T) string {
 	}
 	var missing []string
 	for _, p := range []string{"bin/kube-apiserver", "bin/kube-controller-manager", "bin/kube-scheduler", "bin/kwok", "bin/tofu",
-		"bin/minio", "bin/fake-gcs-server", "bin/registry", "bin/kclsources", "azurite/node_modules/.bin/azurite-blob", "octokit/.installed", "terraform-mirror"} {
+		"bin/minio", "bin/fake-gcs-server", "bin/registry", "bin/kclsources", "bin/cloudfake", "azurite/node_modules/.bin/azurite-blob", "octokit/.installed", "terraform-mirror"} {
 		if _, err := os.Stat(filepath.Join(cache, "testenv", p)); err != nil {
 			missing = append(missing, p)
 		}
@@ -600,7 +600,7 @@ func TestDemoAndTestStartTogether(t *testing.T) {
 			t.Errorf("%s (pid %d) is not running", p.name, p.pid)
 		}
 	}
-	if want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "minio", "fake-gcs-server", "azurite", "registry", "kclgit"}; !slices.Equal(names, want) {
+	if want := []string{"cloudfake", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "minio", "fake-gcs-server", "azurite", "registry", "kclgit"}; !slices.Equal(names, want) {
 		t.Errorf("servers recorded: %q, want one environment: %q", names, want)
 	}
 	if out, err := exec.Command("kubectl", "--kubeconfig", filepath.Join(run, "kubeconfig"), "get", "--raw", "/readyz").CombinedOutput(); err != nil {
