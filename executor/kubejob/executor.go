@@ -103,7 +103,7 @@ func (x *Executor) Run(ctx context.Context, req workflow.Request) *workflow.Stac
 		run.Err = err
 		return run
 	}
-	job, err := newJob(x.Config.Image, s, req, x.Store.Backend)
+	job, err := newJob(x.Config.Image, s, req, x.Store)
 	if err != nil {
 		run.Err = err
 		return run

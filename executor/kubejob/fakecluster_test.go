@@ -272,10 +272,12 @@ func TestJobOutcomes(t *testing.T) {
 }
 
 // TestJobSpec: the Job of a request is named after it (the same in every
-// bot), runs the worker with the request and the store's address only, as
-// the workspace's ServiceAccount, unprivileged, once, within its timeout,
-// and says in its labels and annotations what it is for. The checkout is
-// in the store for the worker before the Job exists.
+// bot), runs the worker with the request and the store's address only (and
+// the bot's lease, where it has one of its own: the worker beats and looks
+// for a cancel as often as the bot expects), as the workspace's
+// ServiceAccount, unprivileged, once, within its timeout, and says in its
+// labels and annotations what it is for. The checkout is in the store for
+// the worker before the Job exists.
 func TestJobSpec(t *testing.T) {
 	for _, tc := range []struct {
 		ws, wantSA string
@@ -286,6 +288,9 @@ func TestJobSpec(t *testing.T) {
 	} {
 		t.Run(tc.ws, func(t *testing.T) {
 			c := newFakeCluster(t)
+			if tc.ws == "prod" {
+				c.x.Store.Lease = 40 * time.Second
+			}
 			req := c.request("apps/dev", tc.ws)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan *workflow.StackResult, 1)
@@ -302,6 +307,10 @@ func TestJobSpec(t *testing.T) {
 			if j.Name != "kusionpr-"+req.ID() || j.Namespace != "jobs" || spec.ServiceAccountName != tc.wantSA || ct.Image != "kusionpr/action:test" ||
 				len(ct.Args) < 4 || ct.Args[0] != "execute" || ct.Args[1] != "--request" || i < 0 || ct.Args[i+1] != c.url {
 				t.Errorf("Job %s/%s: ServiceAccount %s, image %s, args %q", j.Namespace, j.Name, spec.ServiceAccountName, ct.Image, ct.Args)
+			}
+			lease := slices.Index(ct.Args, "--lease")
+			if (c.x.Store.Lease == 0) != (lease < 0) || (lease >= 0 && ct.Args[lease+1] != "40s") {
+				t.Errorf("args %q with the bot's lease %s", ct.Args, c.x.Store.Lease)
 			}
 			if *j.Spec.BackoffLimit != 0 || *j.Spec.ActiveDeadlineSeconds != 3600 || *j.Spec.TTLSecondsAfterFinished != tc.wantTTL || spec.RestartPolicy != corev1.RestartPolicyNever {
 				t.Errorf("backoff %d, deadline %d s, TTL %d s, restart %s", *j.Spec.BackoffLimit, *j.Spec.ActiveDeadlineSeconds, *j.Spec.TTLSecondsAfterFinished, spec.RestartPolicy)
@@ -338,7 +347,7 @@ func TestJobCreation(t *testing.T) {
 		c := newFakeCluster(t)
 		req := c.request("apps/dev", "dev")
 		s := c.x.Config.For("dev", false)
-		before, err := newJob(c.x.Config.Image, s, req, c.url)
+		before, err := newJob(c.x.Config.Image, s, req, workflow.StoreConfig{Backend: c.url})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,9 +28,11 @@ const (
 // every bot, so that the API server's AlreadyExists is the lock.
 func jobName(id string) string { return "kusionpr-" + id }
 
-// newJob is the Job running req with s. backend is the release store the
-// worker reads the checkout from and leaves the result in.
-func newJob(image string, s Settings, req workflow.Request, backend string) (*batchv1.Job, error) {
+// newJob is the Job running req with s. store is the release store the
+// worker reads the checkout from and leaves the result in, with the lease
+// its releases hold the stack by (the bot's: a worker beats, and looks for
+// a cancel, as often as the bot expects).
+func newJob(image string, s Settings, req workflow.Request, store workflow.StoreConfig) (*batchv1.Job, error) {
 	wire, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -48,7 +50,10 @@ func newJob(image string, s Settings, req workflow.Request, backend string) (*ba
 	if req.Origin.PullRequest > 0 {
 		annotations["kusionpr.io/pull-request"] = strconv.Itoa(req.Origin.PullRequest)
 	}
-	args := []string{"execute", "--request", string(wire), "--backend", backend}
+	args := []string{"execute", "--request", string(wire), "--backend", store.Backend}
+	if store.Lease > 0 {
+		args = append(args, "--lease", store.Lease.String())
+	}
 	args = append(args, s.Args...)
 	no, yes := false, true
 	user := int64(nonRoot)
