@@ -111,6 +111,24 @@ func TestJobCompilesKCLFromTheImage(t *testing.T) {
 // Job's.
 func runJob(t *testing.T, b buildah, client kubernetes.Interface, jobs string, files map[string]string, env []corev1.EnvVar) {
 	t.Helper()
+	r, log := runJobWith(t, b, client, jobs, files, env, jobOptions{})
+	if r.Err != nil || r.Release == nil || r.Release.Phase != model.PhaseSucceeded {
+		t.Fatalf("the run as the bot sees it: %v, %+v\nthe container's log:\n%s", r.Err, r.Release, log)
+	}
+}
+
+// jobOptions vary runJobWith's run.
+type jobOptions struct {
+	// lease is the bot's release lease (0: the store's default).
+	lease time.Duration
+	// during, if set, runs beside the Job's container, with the store's URL.
+	during func(store string)
+}
+
+// runJobWith is runJob, returning the run as the bot sees it and the
+// container's log whatever they say.
+func runJobWith(t *testing.T, b buildah, client kubernetes.Interface, jobs string, files map[string]string, env []corev1.EnvVar, o jobOptions) (*workflow.StackResult, string) {
+	t.Helper()
 	bucket := testenv.S3(t).NewBucket(t)
 	root := t.TempDir()
 	var stack string
@@ -130,7 +148,7 @@ func runJob(t *testing.T, b buildah, client kubernetes.Interface, jobs string, f
 		NodeSelector: map[string]string{"kusionpr-test/pool": "stand-in-kubelet"},
 		EnvFrom:      []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "store"}}}},
 		Env:          env,
-	}}, Store: workflow.StoreConfig{Backend: bucket}}
+	}}, Store: workflow.StoreConfig{Backend: bucket, Lease: o.lease}}
 	sha := fmt.Sprintf("%040x", rand.Uint64())
 	tmpl := workflow.Request{Root: root, RecordUnchanged: true, Trigger: "merge",
 		Merge:  &workflow.MergeOrder{SHA: sha, MergedAt: time.Now().UTC()},
@@ -178,18 +196,16 @@ func runJob(t *testing.T, b buildah, client kubernetes.Interface, jobs string, f
 		run = append(append(append(run, b.container(t), "--"), entrypoint...), args...)
 		return b.command(context.Background(), run...)
 	}}
-	code, log := kubelet.Run(t, pod)
-	t.Logf("the Job's container, run in the image as %s:\n%s", user, log)
-	if code != 0 {
-		t.Fatalf("the Job's container exited %d:\n%s", code, log)
+	if o.during != nil {
+		go o.during(bucket)
 	}
+	code, log := kubelet.Run(t, pod)
+	t.Logf("the Job's container, run in the image as %s, exited %d:\n%s", user, code, log)
 	var r *workflow.StackResult
 	select {
 	case r = <-done:
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the executor did not return within two minutes")
 	}
-	if r.Err != nil || r.Release == nil || r.Release.Phase != model.PhaseSucceeded {
-		t.Fatalf("the run as the bot sees it: %v, %+v\nthe container's log:\n%s", r.Err, r.Release, log)
-	}
+	return r, log
 }
