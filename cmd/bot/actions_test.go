@@ -141,6 +141,7 @@ func (w *world) runWorkflow(d githubfake.Dispatch, repoID int64) {
 		"GITHUB_REPOSITORY="+w.owner+"/"+w.repo, fmt.Sprintf("GITHUB_REPOSITORY_ID=%d", repoID), "GITHUB_API_URL="+strings.TrimSuffix(w.gh.URL, "/"),
 		"GITHUB_REF=refs/heads/"+d.Ref, "GITHUB_ACTOR=octocat", "INPUT_GITHUB-TOKEN=ghs_workflowtoken0123456789", "HOME="+dir)
 	cmd.Env = append(cmd.Env, stepInputs(t, d.Inputs, map[string]string{"KUBECONFIG": string(kubeconfig)}, w.backend)...)
+	cmd.Env = append(cmd.Env, w.runInputs...)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	conclusion := "success"

@@ -51,6 +51,9 @@ type world struct {
 	url         string // the first bot's
 	env         []string
 	bots        []*botProc
+	// runInputs are more inputs of the workflow runs' kusion step, as the
+	// operator's workflow would set them (lease: 5s).
+	runInputs []string
 }
 
 // botProc is one bot process.

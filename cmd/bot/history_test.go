@@ -140,3 +140,34 @@ func TestCancelCommand(t *testing.T) {
 		t.Errorf("the answer to a cancel with nothing running: %s", fmt.Sprint(w.gh.Comments(w.owner, w.repo, number)))
 	}
 }
+
+// TestWorkflowRunIsCancelled: a merge's apply running in the repository's
+// workflow (the github-actions executor), waiting for a Deployment that
+// cannot start, is asked through the release store to stop (action cancel
+// from a maintainer's machine, or any process with the store): the run's
+// action sees it at its next heartbeat (the workflow's lease: 5s), applies
+// nothing more and ends its release cancelled; the run fails, and the
+// bot's report says so.
+func TestWorkflowRunIsCancelled(t *testing.T) {
+	pending, _ := pendingDeployment(t)
+	w := newWorld(t, withActions(), withResources(pending), func(w *world) { w.runInputs = []string{"INPUT_LEASE=5s"} })
+	repoID := int64(w.payload("pull_request", "closed")["repository"].(map[string]any)["id"].(float64))
+	w.gh.SetWorkflow(w.owner, w.repo, "kusion-run.yml", githubfake.ReadWorkflow(t, exampleRunWorkflow))
+	w.gh.OnDispatch(func(d githubfake.Dispatch) { w.runWorkflow(d, repoID) })
+	const number, merge = 43, "c300000000000000000000000000000000000000"
+	w.pullRequest(number, merge)
+	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
+	w.gh.MergePullRequest(w.owner, w.repo, number, merge)
+	githubfake.Deliver(t, w.url+"/webhook", secret, "pull_request", w.mergeEvent(number, merge))
+	s := w.store()
+	w.waitApplying(s)
+	if _, _, err := s.RequestCancel(context.Background(), "web", "default", "alice@laptop", "wrong image"); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor("the workflow run's report", func() bool { return w.commentsContaining(number, "Applied stack") == 1 || w.commentsContaining(number, "cancelled by alice@laptop") > 0 })
+	rel, err := s.Latest(context.Background(), "web", "default")
+	if err != nil || rel.Phase != model.PhaseFailed || !strings.HasPrefix(rel.Message, "cancelled by alice@laptop at ") {
+		t.Fatalf("the release the run left: %+v, %v", rel, err)
+	}
+	w.waitFor("the report of the cancelled run", func() bool { return w.commentsContaining(number, "cancelled by alice@laptop") == 1 })
+}
