@@ -25,7 +25,9 @@ func TestCancel(t *testing.T) {
 	t.Setenv("KUBECONFIG", kc)
 	suffix := fmt.Sprintf("%06x", rand.IntN(1<<24))
 	ns, project := "cancel-"+suffix, "cancel-"+suffix
-	t.Cleanup(func() { exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", ns, "--ignore-not-found", "--wait=false").Run() })
+	t.Cleanup(func() {
+		exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", ns, "--ignore-not-found", "--wait=false").Run()
+	})
 	root := t.TempDir()
 	stack := filepath.Join(root, "dev")
 	write(t, filepath.Join(root, "project.yaml"), "name: "+project+"\n")

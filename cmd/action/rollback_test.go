@@ -45,7 +45,9 @@ func TestRollback(t *testing.T) {
 	bin := testenv.TerraformBinaries(t)[0]
 	suffix := fmt.Sprintf("%06x", rand.IntN(1<<24))
 	ns := "rollback-" + suffix
-	t.Cleanup(func() { exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", ns, "--ignore-not-found", "--wait=false").Run() })
+	t.Cleanup(func() {
+		exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", ns, "--ignore-not-found", "--wait=false").Run()
+	})
 	root := t.TempDir()
 	stack := filepath.Join(root, "dev")
 	project := "rollback-" + suffix

@@ -164,7 +164,9 @@ func TestWorkflowRunIsCancelled(t *testing.T) {
 	if _, _, err := s.RequestCancel(context.Background(), "web", "default", "alice@laptop", "wrong image"); err != nil {
 		t.Fatal(err)
 	}
-	w.waitFor("the workflow run's report", func() bool { return w.commentsContaining(number, "Applied stack") == 1 || w.commentsContaining(number, "cancelled by alice@laptop") > 0 })
+	w.waitFor("the workflow run's report", func() bool {
+		return w.commentsContaining(number, "Applied stack") == 1 || w.commentsContaining(number, "cancelled by alice@laptop") > 0
+	})
 	rel, err := s.Latest(context.Background(), "web", "default")
 	if err != nil || rel.Phase != model.PhaseFailed || !strings.HasPrefix(rel.Message, "cancelled by alice@laptop at ") {
 		t.Fatalf("the release the run left: %+v, %v", rel, err)
