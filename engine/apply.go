@@ -89,6 +89,9 @@ func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts 
 		return &Result{Preview: p}, p.Err()
 	}
 	op := newOperation(e, st, phase, opts)
+	if stoppedBefore(ctx) {
+		return nil, fmt.Errorf("%s %s: %w", op.verb, st.Stack, ErrStopped)
+	}
 	latest, err := e.Store.Latest(ctx, st.Project, st.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read latest release: %w", op.verb, st.Stack, err)
@@ -126,6 +129,10 @@ func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts 
 		early = p
 	}
 
+	if stoppedBefore(ctx) {
+		// Told to stop while it planned: nothing is taken or written.
+		return &Result{Preview: early}, fmt.Errorf("%s %s: %w", op.verb, st.Stack, ErrStopped)
+	}
 	ctx, err = op.begin(ctx, latest)
 	if err != nil {
 		return nil, err

@@ -134,6 +134,7 @@ func (op *operation) begin(ctx context.Context, latest *model.Release) (context.
 	op.saver = newStateSaver(e.Store, rel, op.log, op.lose)
 	op.stopBeat, op.stop = make(chan struct{}), make(chan struct{})
 	op.beating.Go(func() { op.heartbeat(ctx) })
+	op.watchStop(ctx)
 	if op.overtaken {
 		// Another runner released a revision between our read and our slot:
 		// carry its state, not the older one.
@@ -188,13 +189,24 @@ func (op *operation) heartbeat(ctx context.Context) {
 			case err != nil:
 				op.log.Warn("looking for a cancel request failed; looked for again at the next beat", "error", err)
 			case c != nil:
-				op.log.Info("cancel asked: applying nothing more, finishing what is in flight", "by", c.By, "reason", c.Reason)
-				op.mu.Lock()
-				op.cancel = c
-				op.mu.Unlock()
-				op.stopOnce.Do(func() { close(op.stop) })
+				op.halt(c)
 			}
 		}
+	}
+}
+
+// halt stops the operation for c: nothing more starts, what runs
+// finishes. The first request stands.
+func (op *operation) halt(c *model.Cancel) {
+	op.mu.Lock()
+	first := op.cancel == nil
+	if first {
+		op.cancel = c
+	}
+	op.mu.Unlock()
+	if first {
+		op.log.Info("asked to stop: applying nothing more, finishing what is in flight", "by", c.By, "reason", c.Reason)
+		op.stopOnce.Do(func() { close(op.stop) })
 	}
 }
 

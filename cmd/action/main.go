@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sethvargo/go-githubactions"
 	"golang.org/x/term"
@@ -50,7 +51,7 @@ func main() {
 	// returns to the run, which reports it: its lines are debug lines,
 	// shown with --log-level debug or the runner's debug logging.
 	kubelog.Route(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: klogLevel(os.Args[1:], os.Getenv)})))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopOnSignals(context.Background())
 	var code int
 	if os.Getenv("GITHUB_ACTIONS") == "true" && len(os.Args) == 1 {
 		// Started by the runner as the action's entrypoint: the event and
@@ -61,6 +62,45 @@ func main() {
 	}
 	stop()
 	os.Exit(code)
+}
+
+// stopOnSignals is ctx told to stop at the first SIGTERM or interrupt
+// (engine.WithStop: a running apply finishes what is in flight, starts
+// nothing more and ends its release saying so), and cancelled at the
+// second. A deleted Job's pod, a cancelled workflow run and Ctrl-C send
+// the first; the release then records what was applied, where a killed
+// context would interrupt the objects in flight.
+func stopOnSignals(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	stopped := make(chan struct{})
+	var got os.Signal
+	why := func() *model.Cancel {
+		return &model.Cancel{By: signalName(got), At: time.Now().UTC(),
+			Reason: "the runner's process was told to stop (a deleted Job's pod, a cancelled workflow run, Ctrl-C)"}
+	}
+	go func() {
+		select {
+		case got = <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		close(stopped)
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return engine.WithStop(ctx, stopped, why), func() { signal.Stop(sigs); cancel() }
+}
+
+func signalName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
 }
 
 // klogLevel is the level of the process's log of client-go's own lines
