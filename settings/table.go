@@ -192,7 +192,7 @@ var declared = []Setting{
 		Flag: &Flag{Name: "o", Commands: []string{"generate"}}},
 	{Name: "format", Type: String, Default: "yaml", Help: "yaml or json", Flag: &Flag{Commands: []string{"generate"}}},
 	{Name: "reason", Type: String, Help: "why the running release is ended or cancelled (recorded with it)", Flag: &Flag{Commands: []string{"unlock", "cancel"}}},
-	{Name: "rollback-to", Type: Int, Range: &Range{Min: 1, Want: "a release's revision (1 or more)"},
+	{Name: "rollback-to", Type: Int, Default: "0", DefaultDoc: "required", Range: &Range{Min: 0, Want: "a release's revision"},
 		Help: "the revision of the release whose recorded spec the stack goes back to", Flag: &Flag{Name: "to", Commands: []string{"rollback"}}},
 	{Name: "releases-output", Type: String, Default: "text", Help: "output format: text or json", Check: textOrJSON,
 		Flag: &Flag{Name: "o", Commands: []string{"releases"}}},
