@@ -23,11 +23,7 @@ type History struct {
 // Releases reads the request's stack's releases, newest first, at most
 // limit of them (0: all).
 func (r *Runner) Releases(ctx context.Context, req Request, limit int) (*History, error) {
-	st, err := project.LoadStack(req.Root, req.Dir())
-	if err != nil {
-		return nil, err
-	}
-	store, where, err := r.Open(ctx)
+	st, store, where, err := r.stackStore(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -63,14 +59,25 @@ func (r *Runner) Releases(ctx context.Context, req Request, limit int) (*History
 // and how often the runner looks; a stack nothing runs on is a
 // *backend.NothingRunningError.
 func (r *Runner) Cancel(ctx context.Context, req Request, who, why string) (*model.Release, *model.Cancel, error) {
-	st, err := project.LoadStack(req.Root, req.Dir())
-	if err != nil {
-		return nil, nil, err
-	}
-	store, _, err := r.Open(ctx)
+	st, store, _, err := r.stackStore(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer store.Close()
 	return backend.Owned{Store: store, Run: req.repository()}.RequestCancel(ctx, st.Project.Name, st.WorkspaceName(req.Workspace), who, why)
+}
+
+// stackStore loads the request's stack and opens the store, for the
+// commands that touch only releases (unlock, cancel, releases); the
+// caller closes the store.
+func (r *Runner) stackStore(ctx context.Context, req Request) (*project.Stack, *backend.Store, string, error) {
+	st, err := project.LoadStack(req.Root, req.Dir())
+	if err != nil {
+		return nil, nil, "", err
+	}
+	store, where, err := r.Open(ctx)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return st, store, where, nil
 }

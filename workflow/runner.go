@@ -436,11 +436,7 @@ func (c StoreConfig) Open(ctx context.Context) (store *backend.Store, where stri
 
 // Unlock ends the running release of the request's stack by hand.
 func (r *Runner) Unlock(ctx context.Context, req Request, who, why string) (*model.Release, error) {
-	st, err := project.LoadStack(req.Root, req.Dir())
-	if err != nil {
-		return nil, err
-	}
-	store, _, err := r.Open(ctx)
+	st, store, _, err := r.stackStore(ctx, req)
 	if err != nil {
 		return nil, err
 	}
