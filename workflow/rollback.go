@@ -42,11 +42,14 @@ func (s *stackRun) recall(ctx context.Context) error {
 	case rel.Spec == nil || destroyed(rel):
 		return fmt.Errorf("rollback of %s to release %d: it destroyed the stack; run destroy to do that again", st.Name, n)
 	}
-	spec := &model.Spec{Resources: rel.Spec.Resources.DeepCopy(), SecretStore: rel.Spec.SecretStore, Context: rel.Spec.Context}
-	if hasFingerprint(rel.Spec) {
-		checkout, _, err := s.r.StackSpec(ctx, s.req, st, s.store, s.out.Store)
-		if err != nil {
-			return fmt.Errorf("rollback of %s to release %d: the checkout's spec, which the release's sensitive values are taken from: %w", st.Name, n, err)
+	// With no checkout, every value the release kept in the clear is
+	// taken as it is; only a fingerprint needs the checkout's spec, whose
+	// generation is then the one thing a rollback asks of the checkout.
+	spec, err := releaseSpecWithValues(rel.Spec, &model.Spec{})
+	if err != nil {
+		checkout, _, gerr := s.r.StackSpec(ctx, s.req, st, s.store, s.out.Store)
+		if gerr != nil {
+			return fmt.Errorf("rollback of %s to release %d: the checkout's spec, which the release's sensitive values are taken from: %w", st.Name, n, gerr)
 		}
 		if spec, err = releaseSpecWithValues(rel.Spec, checkout); err != nil {
 			return fmt.Errorf("rollback of %s to release %d: %w", st.Name, n, err)
@@ -72,35 +75,4 @@ func destroyed(rel *model.Release) bool {
 		return true
 	}
 	return len(rel.Spec.Resources) > 0 && (rel.State == nil || len(rel.State.Resources) == 0)
-}
-
-// hasFingerprint says whether the spec holds a sensitive value recorded
-// by its fingerprint only.
-func hasFingerprint(spec *model.Spec) bool {
-	for _, r := range spec.Resources {
-		if fingerprinted(r.Attributes) {
-			return true
-		}
-	}
-	return false
-}
-
-func fingerprinted(v any) bool {
-	switch t := v.(type) {
-	case string:
-		return model.IsFingerprint(t)
-	case map[string]any:
-		for _, e := range t {
-			if fingerprinted(e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range t {
-			if fingerprinted(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
