@@ -354,6 +354,25 @@ func (b *Bot) request(c *command) workflow.Request {
 	return req
 }
 
+// withExecutors has the change's stacks run by the bot's executors, as
+// the repository's settings on its default branch choose; false when
+// those cannot be used, the command refused saying why.
+func (b *Bot) withExecutors(ctx context.Context, c *command, change *workflow.Change) bool {
+	if b.executors == nil {
+		return true
+	}
+	rules, err := b.repositoryRules(ctx, c)
+	if err != nil {
+		c.refuseErr(ctx, "the repository's "+mdsafe.Code(repositorySettings)+" on "+mdsafe.Code(c.j.defaultBranch)+" could not be used", err)
+		return false
+	}
+	// The github-actions executor dispatches through the command's own
+	// installation client.
+	gh, _ := c.gh.(ghactions.GitHub)
+	change.Runner = b.executors.with(rules, gh)
+	return true
+}
+
 // change previews or applies the stacks the command names (or the pull
 // request touches) and answers how it went.
 func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
@@ -374,16 +393,8 @@ func (b *Bot) change(ctx context.Context, c *command, cmd workflow.Command) {
 		Deployments: b.cfg.Deployments,
 	}
 	change.Request.Policy = b.policies(ctx, c, cmd)
-	if b.executors != nil {
-		rules, err := b.repositoryRules(ctx, c)
-		if err != nil {
-			c.refuseErr(ctx, "the repository's "+mdsafe.Code(repositorySettings)+" on "+mdsafe.Code(j.defaultBranch)+" could not be used", err)
-			return
-		}
-		// The github-actions executor dispatches through the command's
-		// own installation client.
-		gh, _ := c.gh.(ghactions.GitHub)
-		change.Runner = b.executors.with(rules, gh)
+	if !b.withExecutors(ctx, c, change) {
+		return
 	}
 	start := time.Now()
 	out, err := b.work.Change(ctx, change)

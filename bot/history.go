@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/kusionpr/kusionpr/backend"
-	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/internal/mdsafe"
 	"github.com/kusionpr/kusionpr/model"
 	"github.com/kusionpr/kusionpr/workflow"
@@ -46,10 +45,7 @@ func (b *Bot) rollback(ctx context.Context, c *command) {
 	req.Origin.Command = "rollback"
 	// A rollback is the command's, not the pull request's change: its
 	// stack is the one touched.
-	files := []workflow.ChangedFile{{Path: filepath.ToSlash(filepath.Join(stack, "stack.yaml")), Status: "modified"}}
-	if b.cfg.Root != "." && b.cfg.Root != "" {
-		files[0].Path = filepath.ToSlash(filepath.Join(b.cfg.Root, stack, "stack.yaml"))
-	}
+	files := []workflow.ChangedFile{{Path: filepath.ToSlash(filepath.Join(b.cfg.Root, stack, "stack.yaml")), Status: "modified"}}
 	change := &workflow.Change{
 		Root: filepath.Join(c.dir, b.cfg.Root), Number: c.j.number, SHA: c.ref, Command: workflow.Apply, Request: req,
 		Files: files, Selection: workflow.Selection{Dirs: []string{stack}}, GitHub: c.gh, Renderer: b.renderer, Log: c.log,
@@ -58,14 +54,8 @@ func (b *Bot) rollback(ctx context.Context, c *command) {
 		Comment: "never", Deployments: b.cfg.Deployments, OverviewCheck: "kusion/rollback",
 	}
 	change.Request.Policy = b.policies(ctx, c, workflow.Apply)
-	if b.executors != nil {
-		rules, err := b.repositoryRules(ctx, c)
-		if err != nil {
-			c.refuseErr(ctx, "the repository's "+mdsafe.Code(repositorySettings)+" could not be used", err)
-			return
-		}
-		gh, _ := c.gh.(ghactions.GitHub)
-		change.Runner = b.executors.with(rules, gh)
+	if !b.withExecutors(ctx, c, change) {
+		return
 	}
 	from := b.latestRelease(ctx, c, stack)
 	out, err := b.work.Change(ctx, change)
@@ -145,7 +135,9 @@ func madeBy(r *model.Release) string {
 		parts = append(parts, fmt.Sprintf("#%d", o.PullRequest))
 	}
 	if o.SHA != "" {
-		parts = append(parts, o.SHA[:min(len(o.SHA), 12)])
+		// As every value of a release: the store's, which the workflows
+		// of the github-actions executor write too.
+		parts = append(parts, mdsafe.Code(o.SHA[:min(len(o.SHA), 12)]))
 	}
 	if len(parts) == 0 && o.Command != "" {
 		parts = append(parts, mdsafe.Code(o.Command))

@@ -63,3 +63,13 @@ func TestRollbackAndCancelOnADriftIssue(t *testing.T) {
 		})
 	}
 }
+
+// TestMadeByEscapesTheRelease: what a reply says of a release comes from
+// the store, which the repository's workflows write too: a commit or a
+// name that is Markdown renders as text, mentioning and linking no one.
+func TestMadeByEscapesTheRelease(t *testing.T) {
+	got := madeBy(&model.Release{Origin: &model.Origin{PullRequest: 3, SHA: "@everyone<img>", Actor: "[x](http://evil)"}})
+	if want := " (#3, `@everyone<im`, by `[x](http://evil)`)"; got != want {
+		t.Errorf("madeBy = %q, want %q", got, want)
+	}
+}

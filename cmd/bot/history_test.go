@@ -63,7 +63,7 @@ func TestRollbackCommand(t *testing.T) {
 
 	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", w.prComment(32, "alice", "/kusion rollback apps/web/dev 1"))
 	body := reply(32, "rolled `apps/web/dev` back to release 1")
-	if !strings.Contains(body, "from release 2 (#32, a20000000000") || !strings.Contains(body, "now release 3, succeeded") {
+	if !strings.Contains(body, "from release 2 (#32, `a20000000000`") || !strings.Contains(body, "now release 3, succeeded") {
 		t.Errorf("the rollback's reply:\n%s", body)
 	}
 	// Release 1 applied the world's first value.
