@@ -42,10 +42,19 @@ func (s *Store) cancelKey(project, workspace string, revision uint64) string {
 // that stands: an earlier one, if another asked first. A stack with no
 // running release is a *NothingRunningError.
 func (s *Store) RequestCancel(ctx context.Context, project, workspace, who, why string) (*model.Release, *model.Cancel, error) {
+	return s.RequestCancelIf(ctx, project, workspace, who, why, nil)
+}
+
+// RequestCancelIf is RequestCancel that first asks cond about the latest
+// release; an error of cond is returned as it is and nothing is written.
+func (s *Store) RequestCancelIf(ctx context.Context, project, workspace, who, why string, cond func(latest *model.Release) error) (*model.Release, *model.Cancel, error) {
 	if strings.TrimSpace(who) == "" {
 		return nil, nil, fmt.Errorf("cancel %s/%s: say who cancels: it is recorded in the release", project, workspace)
 	}
 	latest, err := s.Latest(ctx, project, workspace)
+	if err == nil && cond != nil {
+		err = cond(latest)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("cancel %s/%s: %w", project, workspace, err)
 	}

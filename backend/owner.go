@@ -169,8 +169,8 @@ func (o Owned) Unlock(ctx context.Context, project, workspace, who, why string) 
 // RequestCancel is Store.RequestCancel, refused on a project another
 // repository owns.
 func (o Owned) RequestCancel(ctx context.Context, project, workspace, who, why string) (*model.Release, *model.Cancel, error) {
-	if _, err := o.Latest(ctx, project, workspace); err != nil {
-		return nil, nil, fmt.Errorf("cancel %s/%s: %w", project, workspace, err)
-	}
-	return o.Store.RequestCancel(ctx, project, workspace, who, why)
+	return o.RequestCancelIf(ctx, project, workspace, who, why, func(latest *model.Release) error {
+		_, err := o.CheckOwner(ctx, o.Run, latest)
+		return err
+	})
 }

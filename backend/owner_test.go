@@ -86,6 +86,7 @@ func TestAnotherRepositoryIsRefused(t *testing.T) {
 				return nil
 			})
 			_, checks["Unlock"] = b.Unlock(ctx, "p", "w", "mallory", "mine now")
+			_, _, checks["RequestCancel"] = b.RequestCancel(ctx, "p", "w", "mallory", "stop theirs")
 			for op, err := range checks {
 				var oe *OwnerError
 				if !errors.As(err, &oe) || !errors.Is(err, ErrNotOwner) {
