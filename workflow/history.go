@@ -30,7 +30,8 @@ func (r *Runner) Releases(ctx context.Context, req Request, limit int) (*History
 	defer store.Close()
 	h := &History{Project: st.Project.Name, Workspace: st.WorkspaceName(req.Workspace), Store: where}
 	owned := backend.Owned{Store: store, Run: req.repository()}
-	if _, err := owned.Latest(ctx, h.Project, h.Workspace); err != nil {
+	latest, err := owned.Latest(ctx, h.Project, h.Workspace)
+	if err != nil {
 		return nil, err
 	}
 	revs, err := store.Revisions(ctx, h.Project, h.Workspace)
@@ -43,9 +44,12 @@ func (r *Runner) Releases(ctx context.Context, req Request, limit int) (*History
 		h.More, revs = len(revs)-limit, revs[:limit]
 	}
 	for _, n := range revs {
-		rel, err := store.Get(ctx, h.Project, h.Workspace, n)
-		if err != nil {
-			return nil, fmt.Errorf("releases of %s/%s: %w", h.Project, h.Workspace, err)
+		// The newest was read by the owner's check.
+		rel := latest
+		if latest == nil || n != latest.Revision {
+			if rel, err = store.Get(ctx, h.Project, h.Workspace, n); err != nil {
+				return nil, fmt.Errorf("releases of %s/%s: %w", h.Project, h.Workspace, err)
+			}
 		}
 		h.Releases = append(h.Releases, rel)
 	}
