@@ -32,11 +32,7 @@ import (
 func TestJobRunsFromTheImage(t *testing.T) {
 	b := newBuildah(t)
 	client := testenv.Client(t)
-	suffix := fmt.Sprintf("%06x", rand.IntN(1<<24))
-	jobs, target := "image-jobs-"+suffix, "image-stacks-"+suffix
-	testenv.Namespaces(t, client, jobs, target)
-	testenv.RunnerAccount(t, client, jobs, "runner", target)
-	testenv.StoreSecret(t, client, jobs, "store")
+	jobs, target, suffix := jobNamespaces(t, client, "image-jobs-", "image-stacks-")
 	runJob(t, b, client, jobs, map[string]string{
 		"infra/project.yaml":   "name: infra-" + suffix + "\n",
 		"infra/dev/stack.yaml": "name: dev\n",
@@ -69,11 +65,7 @@ func TestJobCompilesKCLFromTheImage(t *testing.T) {
 	b := newBuildah(t)
 	client := testenv.Client(t)
 	served := testenv.KCLSettings(t)
-	suffix := fmt.Sprintf("%06x", rand.IntN(1<<24))
-	jobs, target := "image-kcljobs-"+suffix, "image-kcl-"+suffix
-	testenv.Namespaces(t, client, jobs, target)
-	testenv.RunnerAccount(t, client, jobs, "runner", target)
-	testenv.StoreSecret(t, client, jobs, "store")
+	jobs, target, suffix := jobNamespaces(t, client, "image-kcljobs-", "image-kcl-")
 	// The quickstart's Spec holds its Namespace: the runner may apply it.
 	ctx := context.Background()
 	name := "kusionpr-test-namespaces-" + suffix
@@ -103,6 +95,19 @@ func TestJobCompilesKCLFromTheImage(t *testing.T) {
 	if served.Requests() == 0 {
 		t.Error("the Job fetched nothing from the package servers")
 	}
+}
+
+// jobNamespaces makes, with a random suffix, the namespace runJob's Jobs
+// run in (its runner ServiceAccount, its store Secret) and the one their
+// stack's objects go to.
+func jobNamespaces(t *testing.T, client kubernetes.Interface, jobsPrefix, targetPrefix string) (jobs, target, suffix string) {
+	t.Helper()
+	suffix = fmt.Sprintf("%06x", rand.IntN(1<<24))
+	jobs, target = jobsPrefix+suffix, targetPrefix+suffix
+	testenv.Namespaces(t, client, jobs, target)
+	testenv.RunnerAccount(t, client, jobs, "runner", target)
+	testenv.StoreSecret(t, client, jobs, "store")
+	return jobs, target, suffix
 }
 
 // runJob applies the one stack of files (path: content) through the

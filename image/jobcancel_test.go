@@ -3,7 +3,6 @@ package image
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -24,11 +23,7 @@ import (
 func TestJobIsCancelled(t *testing.T) {
 	b := newBuildah(t)
 	client := testenv.Client(t)
-	suffix := fmt.Sprintf("%06x", rand.IntN(1<<24))
-	jobs, target := "image-canceljobs-"+suffix, "image-cancel-"+suffix
-	testenv.Namespaces(t, client, jobs, target)
-	testenv.RunnerAccount(t, client, jobs, "runner", target)
-	testenv.StoreSecret(t, client, jobs, "store")
+	jobs, target, suffix := jobNamespaces(t, client, "image-canceljobs-", "image-cancel-")
 	project := "cancel-" + suffix
 	var spec strings.Builder
 	fmt.Fprintf(&spec, `resources:
