@@ -38,8 +38,7 @@ type operation struct {
 	beating   sync.WaitGroup
 	// stop closes when someone asked the release to stop (a cancel seen
 	// at a heartbeat): nothing more starts, what runs finishes.
-	stop     chan struct{}
-	stopOnce sync.Once
+	stop chan struct{}
 	// lose ends the operation's context; the saver calls it when the store
 	// says someone else ended the release.
 	lose context.CancelCauseFunc
@@ -196,17 +195,17 @@ func (op *operation) heartbeat(ctx context.Context) {
 }
 
 // halt stops the operation for c: nothing more starts, what runs
-// finishes. The first request stands.
+// finishes. The first request stands, and alone closes stop.
 func (op *operation) halt(c *model.Cancel) {
 	op.mu.Lock()
 	first := op.cancel == nil
 	if first {
 		op.cancel = c
+		close(op.stop)
 	}
 	op.mu.Unlock()
 	if first {
 		op.log.Info("asked to stop: applying nothing more, finishing what is in flight", "by", c.By, "reason", c.Reason)
-		op.stopOnce.Do(func() { close(op.stop) })
 	}
 }
 
