@@ -165,8 +165,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err := checkScheme(rawURL, u); err != nil {
 		return nil, err
 	}
-	if u.Scheme == "oss" {
+	switch u.Scheme {
+	case "oss":
 		return openS3(ctx, u, s3Credentials{})
+	case "postgres", "postgresql":
+		return openPostgres(ctx, u)
 	}
 	q := u.Query()
 	prefix, err := cleanPrefix(q.Get("prefix"))

@@ -321,11 +321,28 @@ build_go_tool() {
 # The KCL package sources' server and publisher.
 build_kclsources() { build_go_tool kclsources engine/kcl/deps engine/kcl/kclmod; }
 
-# The object stores the backend tests use: S3, GCS and Azure Blob.
+# The stores the backend tests use: S3, GCS and Azure Blob, and
+# PostgreSQL from Debian's packages.
 build_storage() {
   build_minio
   build_fake_gcs
   build_azurite
+  need_pkg pg_ctl "the PostgreSQL store's tests run against it" postgresql
+}
+
+# postgres_bin: the folder of PostgreSQL's server programs (Debian keeps
+# them out of PATH, under /usr/lib/postgresql/VERSION/bin).
+postgres_bin() {
+  local d
+  for d in /usr/lib/postgresql/*/bin; do [ -x "$d/postgres" ] && { echo "$d"; return; }; done
+  dirname "$(command -v postgres)"
+}
+
+# as_server: the command prefix that runs PostgreSQL's programs as nobody
+# when this script is root (they refuse to run as root); setpriv execs, so
+# the pid daemon records is the server's.
+as_server() {
+  if [ "$(id -u)" -eq 0 ]; then echo "setpriv --reuid=nobody --regid=nogroup --clear-groups"; fi
 }
 
 # terraform_binaries: the Terraform-compatible binaries tests run, colon-separated:
@@ -377,6 +394,9 @@ print_env() {
   fi
   if p=$(cat "$RUN/git.port" 2>/dev/null); then
     printf 'export %s=%q\n' KUSIONPR_TEST_GIT_URL "http://127.0.0.1:$p"
+  fi
+  if p=$(cat "$RUN/postgres.port" 2>/dev/null); then
+    printf 'export %s=%q\n' KUSIONPR_TEST_POSTGRES_URL "postgres://kusionpr@127.0.0.1:$p/postgres?sslmode=disable"
   fi
   if p=$(cat "$RUN/azure.port" 2>/dev/null); then
     printf 'export %s=%q\n' \
@@ -470,7 +490,7 @@ wait_for() { # desc seconds command...
 
 # The servers, by the names their lines in $RUN/pids carry.
 CLUSTER=(cloudfake etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
-STORAGE=(minio fake-gcs-server azurite)
+STORAGE=(minio fake-gcs-server azurite postgres)
 KCLSOURCES=(registry kclgit)
 
 # proc_start PID: when the process started (field 22 of /proc/PID/stat,
@@ -579,7 +599,8 @@ still_ours() {
 }
 
 storage_ready() {
-  [ -f "$RUN/s3.port" ] && [ -f "$RUN/gcs.port" ] && [ -f "$RUN/azure.port" ] || return 1
+  [ -f "$RUN/s3.port" ] && [ -f "$RUN/gcs.port" ] && [ -f "$RUN/azure.port" ] && [ -f "$RUN/postgres.port" ] || return 1
+  "$(postgres_bin)/pg_isready" -q -h 127.0.0.1 -p "$(cat "$RUN/postgres.port")" || return 1
   curl -sf "http://127.0.0.1:$(cat "$RUN/s3.port")/minio/health/live" >/dev/null 2>&1 &&
     curl -sf "http://127.0.0.1:$(cat "$RUN/gcs.port")/storage/v1/b" >/dev/null 2>&1 &&
     curl -s -o /dev/null "http://127.0.0.1:$(cat "$RUN/azure.port")/$AZURE_ACCOUNT?comp=list" 2>/dev/null
@@ -590,11 +611,27 @@ storage_ready() {
 # $RUN/pids and write their ports to $RUN/{s3,gcs,azure}.port for "env".
 # No buckets: the tests make their own.
 start_storage() {
-  local p_s3 p_s3console p_gcs p_azure
+  local p_s3 p_s3console p_gcs p_azure p_pg
   stop_servers "${STORAGE[@]}"
-  rm -f "$RUN/s3.port" "$RUN/gcs.port" "$RUN/azure.port"
-  p_s3=$(free_port); p_s3console=$(free_port); p_gcs=$(free_port); p_azure=$(free_port)
+  rm -f "$RUN/s3.port" "$RUN/gcs.port" "$RUN/azure.port" "$RUN/postgres.port"
+  p_s3=$(free_port); p_s3console=$(free_port); p_gcs=$(free_port); p_azure=$(free_port); p_pg=$(free_port)
   rm -rf "$RUN/minio" "$RUN/azurite"; mkdir -p "$RUN/minio" "$RUN/azurite"
+  # PostgreSQL: one cluster, trusting local connections; each test makes
+  # its own database. fsync off: the tests' data need not survive a crash
+  # of the machine, only of the bot. Its folder is under the temporary
+  # folder, which nobody (the server's user when this script is root) may
+  # reach, where the cache under root's home is not.
+  local pg pgdir
+  pg=$(postgres_bin)
+  [ -f "$RUN/postgres.dir" ] && rm -rf "$(cat "$RUN/postgres.dir")"
+  pgdir=$(mktemp -d "${TMPDIR:-/tmp}/kusionpr-postgres.XXXXXX")
+  echo "$pgdir" >"$RUN/postgres.dir"
+  [ "$(id -u)" -ne 0 ] || chown nobody:nogroup "$pgdir"
+  # shellcheck disable=SC2046 # the prefix's words
+  $(as_server) "$pg/initdb" -D "$pgdir/data" -U kusionpr --auth=trust -E UTF8 >"$RUN/postgres-initdb.log" 2>&1 ||
+    die "initdb failed ($RUN/postgres-initdb.log)"
+  # shellcheck disable=SC2046
+  daemon postgres $(as_server) "$pg/postgres" -D "$pgdir/data" -h 127.0.0.1 -p "$p_pg" -k "$pgdir" -c fsync=off
 
   daemon minio env MINIO_BROWSER=off MINIO_UPDATE=off MINIO_ROOT_USER=$S3_ACCESS_KEY MINIO_ROOT_PASSWORD=$S3_SECRET_KEY \
     "$BIN/minio" server --quiet --address "127.0.0.1:$p_s3" --console-address "127.0.0.1:$p_s3console" "$RUN/minio"
@@ -606,10 +643,12 @@ start_storage() {
   wait_for minio 60 curl -sf "http://127.0.0.1:$p_s3/minio/health/live"
   wait_for fake-gcs-server 30 curl -sf "http://127.0.0.1:$p_gcs/storage/v1/b"
   wait_for azurite 30 curl -s -o /dev/null "http://127.0.0.1:$p_azure/$AZURE_ACCOUNT?comp=list"
+  wait_for postgres 30 "$pg/pg_isready" -q -h 127.0.0.1 -p "$p_pg"
   echo "$p_s3" >"$RUN/s3.port"
   echo "$p_gcs" >"$RUN/gcs.port"
   echo "$p_azure" >"$RUN/azure.port"
-  log "object stores ready: S3 127.0.0.1:$p_s3, GCS 127.0.0.1:$p_gcs, Azure Blob 127.0.0.1:$p_azure"
+  echo "$p_pg" >"$RUN/postgres.port"
+  log "stores ready: S3 127.0.0.1:$p_s3, GCS 127.0.0.1:$p_gcs, Azure Blob 127.0.0.1:$p_azure, PostgreSQL 127.0.0.1:$p_pg"
 }
 
 kclsources_ready() {
@@ -850,7 +889,7 @@ NODE
 # process started.
 stop() {
   stop_servers
-  rm -f "$RUN/s3.port" "$RUN/gcs.port" "$RUN/azure.port" "$RUN/oci.port" "$RUN/git.port"
+  rm -f "$RUN/s3.port" "$RUN/gcs.port" "$RUN/azure.port" "$RUN/postgres.port" "$RUN/oci.port" "$RUN/git.port"
 }
 
 case "${1:-}" in

@@ -27,8 +27,9 @@ type ObjectStore struct {
 	NewBucket func(t testing.TB) string
 }
 
-// ObjectStores returns the object-storage servers of the test environment:
-// S3 (MinIO), GCS (fake-gcs-server) and Azure Blob (azurite).
+// ObjectStores returns the stores of the test environment: S3 (MinIO),
+// GCS (fake-gcs-server), Azure Blob (azurite) and PostgreSQL (a database
+// per NewBucket).
 func ObjectStores(t testing.TB) []ObjectStore {
 	t.Helper()
 	var out []ObjectStore
@@ -40,6 +41,7 @@ func ObjectStores(t testing.TB) []ObjectStore {
 		{"s3", []string{"KUSIONPR_TEST_S3_ENDPOINT", "KUSIONPR_TEST_S3_ACCESS_KEY", "KUSIONPR_TEST_S3_SECRET_KEY"}, s3Bucket},
 		{"gcs", []string{"KUSIONPR_TEST_GCS_ENDPOINT"}, gcsBucket},
 		{"azure", []string{"KUSIONPR_TEST_AZURE_ENDPOINT", "KUSIONPR_TEST_AZURE_ACCOUNT", "KUSIONPR_TEST_AZURE_KEY"}, azureBucket},
+		{"postgres", []string{"KUSIONPR_TEST_POSTGRES_URL"}, postgresDatabase},
 	} {
 		ok := true
 		for _, e := range s.env {
