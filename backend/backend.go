@@ -170,6 +170,8 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		return openS3(ctx, u, s3Credentials{})
 	case "postgres", "postgresql":
 		return openPostgres(ctx, u)
+	case "https", "http":
+		return openHTTP(ctx, u)
 	}
 	q := u.Query()
 	prefix, err := cleanPrefix(q.Get("prefix"))

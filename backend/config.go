@@ -182,7 +182,7 @@ func openS3(ctx context.Context, u *url.URL, creds s3Credentials) (*Store, error
 
 // Schemes are the release stores a backend URL may name, as listed in
 // errors: gocloud's own list leaves out oss, which is ours (openS3).
-const Schemes = "file, s3, gs, azblob, oss, postgres or mem"
+const Schemes = "file, s3, gs, azblob, oss, postgres, https or mem"
 
 // checkScheme refuses, with the form to write instead, a URL without a
 // scheme (a folder given as a bare path is the usual one) or with a scheme
@@ -201,7 +201,7 @@ func checkScheme(rawURL string, u *url.URL) error {
 			return fmt.Errorf("open backend %q: a folder store needs an absolute path, so that every command opens the same folder wherever it runs: write %s", rawURL, folderURL(rel))
 		}
 		return nil
-	case "s3", "gs", "azblob", "oss", "mem", "postgres", "postgresql":
+	case "s3", "gs", "azblob", "oss", "mem", "postgres", "postgresql", "https", "http":
 		return nil
 	case "":
 		if u.Host == "" && u.Path != "" {
