@@ -84,10 +84,20 @@ func removeObject(t *testing.T, s *Store, key string) {
 // httpStore starts a server of the HTTP store protocol for the test and
 // returns its URL, under a path as a team's service would be.
 func httpStore(t *testing.T) string {
-	srv := httptest.NewServer(&storeserver.Server{})
+	store := &storeserver.Server{}
+	srv := httptest.NewServer(store)
 	t.Cleanup(srv.Close)
+	httpServersMu.Lock()
+	httpServers[srv.URL] = store
+	httpServersMu.Unlock()
 	return srv.URL + "/stores/kusion"
 }
+
+// httpServers are the test servers by URL, for a snapshot of all they hold.
+var (
+	httpServersMu sync.Mutex
+	httpServers   = map[string]*storeserver.Server{}
+)
 
 func openURL(t *testing.T, u string) *Store {
 	t.Helper()

@@ -127,7 +127,7 @@ func TestSchemeErrors(t *testing.T) {
 			if !strings.Contains(msg, tc.want) {
 				t.Errorf("error %q does not say %q", msg, tc.want)
 			}
-			if !strings.Contains(msg, "file, s3, gs, azblob, oss or mem") {
+			if !strings.Contains(msg, Schemes) {
 				t.Errorf("error %q does not list every scheme", msg)
 			}
 			if strings.Contains(msg, "secret") {

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"gocloud.dev/blob"
 	"gopkg.in/yaml.v3"
 
 	"github.com/kusionpr/kusionpr/model"
@@ -23,11 +22,33 @@ var (
 	repoARenamed = &model.Repository{ID: 1296269, FullName: "octo-org/platform"}
 )
 
-// snapshot reads every object of the bucket: key to content.
-func snapshot(t *testing.T, b *blob.Bucket) map[string]string {
+// snapshot reads every object of the store: key to content.
+func snapshot(t *testing.T, s *Store) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
+	switch o := s.obj.(type) {
+	case pgObjects:
+		rows, err := o.pool.Query(ctx, `SELECT key, data FROM kusionpr_objects`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			var d []byte
+			if err := rows.Scan(&k, &d); err != nil {
+				t.Fatal(err)
+			}
+			out[k] = string(d)
+		}
+		return out
+	case httpObjects:
+		httpServersMu.Lock()
+		defer httpServersMu.Unlock()
+		return httpServers[o.base.Scheme+"://"+o.base.Host].Snapshot()
+	}
+	b := s.bucket
 	it := b.List(nil)
 	for {
 		obj, err := it.Next(ctx)
@@ -71,7 +92,7 @@ func TestAnotherRepositoryIsRefused(t *testing.T) {
 			if !reflect.DeepEqual(stored.Origin.Repository, repoA) {
 				t.Fatalf("stored release names %v, want %v", stored.Origin.Repository, repoA)
 			}
-			before := snapshot(t, s.bucket)
+			before := snapshot(t, s)
 
 			b := Owned{Store: s, Run: repoB}
 			checks := map[string]error{}
@@ -99,7 +120,7 @@ func TestAnotherRepositoryIsRefused(t *testing.T) {
 					}
 				}
 			}
-			if after := snapshot(t, s.bucket); !reflect.DeepEqual(before, after) {
+			if after := snapshot(t, s); !reflect.DeepEqual(before, after) {
 				t.Errorf("repository B's refused runs changed the store:\nbefore %v\nafter  %v", keys(before), keys(after))
 			}
 

@@ -80,3 +80,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
 }
+
+// Snapshot is every object held: key to content.
+func (s *Server) Snapshot() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.objects))
+	for k, v := range s.objects {
+		out[k] = string(v)
+	}
+	return out
+}
