@@ -27,6 +27,12 @@ func TestAccessErrors(t *testing.T) {
 			}
 			_, err := Open(ctx, missing)
 			want := "open backend " + scheme + "://" + bucket + "-missing: bucket \"" + bucket + "-missing\" does not exist; create it, or fix the bucket name"
+			if os.Name == "postgres" {
+				// postgres://user@host:port/database: the database is missing.
+				pu, _ := url.Parse(missing)
+				db := strings.TrimPrefix(pu.Path, "/")
+				want = "open backend postgres://" + pu.Host + "/" + db + ": database \"" + db + "\" does not exist; create it, or fix the database name"
+			}
 			if err == nil || err.Error() != want {
 				t.Errorf("missing bucket:\n got %v\nwant %s", err, want)
 			}

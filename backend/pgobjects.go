@@ -52,9 +52,16 @@ func openPostgres(ctx context.Context, u *url.URL) (*Store, error) {
 		// pgx quotes the connection string, password included.
 		return nil, fmt.Errorf("open backend %s: not a PostgreSQL URL", where)
 	}
+	// A few connections each: every runner, bot replica and Job opens
+	// its own store, and a server's connections are counted.
+	cfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open backend %s: %w", where, pgError(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open backend %s: %w", where, describePgAccess(err, cfg.ConnConfig.Database))
 	}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
@@ -91,6 +98,21 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 		return nil
 	})
+}
+
+// describePgAccess says what to fix when the server refuses the
+// database, in the words a missing bucket or bad credentials get.
+func describePgAccess(err error, db string) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "3D000": // invalid_catalog_name
+			return fmt.Errorf("database %q does not exist; create it, or fix the database name", db)
+		case "28P01", "28000": // invalid_password, invalid_authorization_specification
+			return fmt.Errorf("access to database %q denied: check the credentials and that they may read and write it", db)
+		}
+	}
+	return pgError(err)
 }
 
 func (o pgObjects) exists(ctx context.Context, key string) (bool, error) {
@@ -141,6 +163,9 @@ func prefixEnd(prefix string) string {
 }
 
 func (o pgObjects) write(ctx context.Context, key string, data []byte, createOnly bool) error {
+	if data == nil {
+		data = []byte{} // an empty object, not NULL
+	}
 	if createOnly {
 		tag, err := o.pool.Exec(ctx, `INSERT INTO kusionpr_objects (key, data) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, data)
 		if err != nil {

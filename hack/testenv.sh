@@ -631,7 +631,7 @@ start_storage() {
   $(as_server) "$pg/initdb" -D "$pgdir/data" -U kusionpr --auth=trust -E UTF8 >"$RUN/postgres-initdb.log" 2>&1 ||
     die "initdb failed ($RUN/postgres-initdb.log)"
   # shellcheck disable=SC2046
-  daemon postgres $(as_server) "$pg/postgres" -D "$pgdir/data" -h 127.0.0.1 -p "$p_pg" -k "$pgdir" -c fsync=off
+  daemon postgres $(as_server) "$pg/postgres" -D "$pgdir/data" -h 127.0.0.1 -p "$p_pg" -k "$pgdir" -c fsync=off -c max_connections=400
 
   daemon minio env MINIO_BROWSER=off MINIO_UPDATE=off MINIO_ROOT_USER=$S3_ACCESS_KEY MINIO_ROOT_PASSWORD=$S3_SECRET_KEY \
     "$BIN/minio" server --quiet --address "127.0.0.1:$p_s3" --console-address "127.0.0.1:$p_s3console" "$RUN/minio"
