@@ -91,3 +91,10 @@ func (s *Server) Snapshot() map[string]string {
 	}
 	return out
 }
+
+// Delete removes key, as a service losing an object would.
+func (s *Server) Delete(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.objects, key)
+}
