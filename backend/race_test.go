@@ -18,16 +18,22 @@ import (
 	"github.com/kusionpr/kusionpr/model"
 )
 
-// TestConcurrentAppliersAcrossProcesses runs 20 appliers on one stack in S3,
-// ten in each of two processes: each waits its turn, holds the stack, saves
-// its state and ends. Revisions must be contiguous, no two holders may
-// overlap in time, and every release must keep what its own holder wrote.
+// TestConcurrentAppliersAcrossProcesses runs 20 appliers on one stack, on
+// S3, PostgreSQL and the HTTP store, ten in each of two processes: each
+// waits its turn, holds the stack, saves its state and ends. Revisions must
+// be contiguous, no two holders may overlap in time, and every release must
+// keep what its own holder wrote.
 func TestConcurrentAppliersAcrossProcesses(t *testing.T) {
 	if u := os.Getenv("KUSIONPR_RACE_HELPER_URL"); u != "" {
 		raceHelper(u, os.Getenv("KUSIONPR_RACE_HELPER_NAME"))
 		return
 	}
-	u := testenv.S3(t).NewBucket(t)
+	for _, store := range testenv.ReleaseStores(t) {
+		t.Run(store.Name, func(t *testing.T) { raceAcrossProcesses(t, store.NewBucket(t)) })
+	}
+}
+
+func raceAcrossProcesses(t *testing.T, u string) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex

@@ -35,11 +35,11 @@ func openCrashStore(t testing.TB, u string) *backend.Store {
 	return s
 }
 
-// TestCrashedHolderIsSuperseded kills a process mid-apply with SIGKILL: its
-// release stays "applying" in S3 with the state of what did apply. Within
-// the lease the stack stays held; after it the next apply supersedes the
-// abandoned release, which becomes failed with the reason, and carries on
-// from its state.
+// TestCrashedHolderIsSuperseded kills a process mid-apply with SIGKILL, on
+// S3, PostgreSQL and the HTTP store: its release stays "applying" with the
+// state of what did apply. Within the lease the stack stays held; after it
+// the next apply supersedes the abandoned release, which becomes failed with
+// the reason, and carries on from its state.
 func TestCrashedHolderIsSuperseded(t *testing.T) {
 	if u := os.Getenv("KUSIONPR_CRASH_HELPER_URL"); u != "" {
 		// The doomed holder: "first" applies, "second" never returns.
@@ -50,7 +50,12 @@ func TestCrashedHolderIsSuperseded(t *testing.T) {
 		_, err := e.Apply(context.Background(), crashStack(), engine.ApplyOptions{})
 		t.Fatalf("the holder's apply returned: %v", err)
 	}
-	u := testenv.S3(t).NewBucket(t)
+	for _, store := range testenv.ReleaseStores(t) {
+		t.Run(store.Name, func(t *testing.T) { crashAndSupersede(t, store.NewBucket(t)) })
+	}
+}
+
+func crashAndSupersede(t *testing.T, u string) {
 	s := openCrashStore(t, u)
 	ctx := context.Background()
 

@@ -69,6 +69,15 @@ type worldOption func(*world)
 // withEnv adds environment variables of the bots.
 func withEnv(kv ...string) worldOption { return func(w *world) { w.env = append(w.env, kv...) } }
 
+// withBackend puts the bots' releases in the store at u in place of the
+// world's S3 bucket.
+func withBackend(u string) worldOption {
+	return func(w *world) {
+		w.backend = u
+		w.env = append(w.env, "KUSIONPR_BACKEND="+u)
+	}
+}
+
 // withResources adds resources (YAML list items, %[1]s the namespace) to the stack.
 func withResources(yaml string) worldOption {
 	return func(w *world) {
@@ -528,9 +537,27 @@ func TestGracefulStopFinishesTheApply(t *testing.T) {
 	}
 }
 
+// TestCrashDuringApplyRecovers: a bot killed (SIGKILL) mid-apply leaves
+// its release applying; a bot started after the lease supersedes it and
+// redoes the merge, on S3, PostgreSQL and the HTTP store.
 func TestCrashDuringApplyRecovers(t *testing.T) {
+	for _, store := range testenv.ReleaseStores(t) {
+		t.Run(store.Name, func(t *testing.T) { crashDuringApply(t, store) })
+	}
+}
+
+// storeOption is the world option putting the releases in store; the
+// world's own is a bucket on S3.
+func storeOption(t *testing.T, store testenv.ObjectStore) worldOption {
+	if store.Name == "s3" {
+		return func(*world) {}
+	}
+	return withBackend(store.NewBucket(t))
+}
+
+func crashDuringApply(t *testing.T, store testenv.ObjectStore) {
 	deployment, release := pendingDeployment(t)
-	w := newWorld(t, withEnv("KUSIONPR_LEASE=3s"), withResources(deployment))
+	w := newWorld(t, withEnv("KUSIONPR_LEASE=3s"), withResources(deployment), storeOption(t, store))
 	const number, head, merge = 31, "dddddddddddddddddddddddddddddddddddddddd", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
 	w.pullRequest(number, head)
 	w.gh.SetTree(w.owner, w.repo, merge, w.tree)
@@ -625,8 +652,17 @@ func (w *world) releases(s *backend.Store) []*model.Release {
 	return out
 }
 
+// TestTwoBotsSerialiseApplies: 20 applies asked at once of two bots
+// sharing a release store, on S3, PostgreSQL and the HTTP store, make
+// releases 1..20, each applying once.
 func TestTwoBotsSerialiseApplies(t *testing.T) {
-	w := newWorld(t)
+	for _, store := range testenv.ReleaseStores(t) {
+		t.Run(store.Name, func(t *testing.T) { twoBotsSerialise(t, store) })
+	}
+}
+
+func twoBotsSerialise(t *testing.T, store testenv.ObjectStore) {
+	w := newWorld(t, storeOption(t, store))
 	w.start()
 	w.gh.SetPermission(w.owner, w.repo, "writer", "write")
 	w.gh.SetPermission(w.owner, w.repo, "reviewer", "write")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/kusionpr/kusionpr/internal/storeserver"
 )
 
 // ObjectStore is one of the object-storage servers hack/testenv.sh starts.
@@ -157,4 +160,27 @@ func azureBucket(t testing.TB) string {
 		t.Fatalf("create Azure container %s: %v", name, err)
 	}
 	return AzureURL(name)
+}
+
+// ReleaseStores are the kinds of release store the race and crash suites
+// run on: S3 (MinIO) for the object stores, PostgreSQL, and the HTTP store
+// protocol served by a test server of it (internal/storeserver) that lives
+// as long as the test. Every NewBucket is empty.
+func ReleaseStores(t testing.TB) []ObjectStore {
+	t.Helper()
+	var out []ObjectStore
+	for _, s := range ObjectStores(t) {
+		if s.Name == "s3" || s.Name == "postgres" {
+			out = append(out, s)
+		}
+	}
+	return append(out, ObjectStore{Name: "http", NewBucket: HTTPStore})
+}
+
+// HTTPStore starts a server of the HTTP store protocol for the test and
+// returns its store URL, under a path as a team's service would be.
+func HTTPStore(t testing.TB) string {
+	srv := httptest.NewServer(&storeserver.Server{})
+	t.Cleanup(srv.Close)
+	return srv.URL + "/stores/kusion"
 }
