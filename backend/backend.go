@@ -558,7 +558,7 @@ func (s *Store) Create(ctx context.Context, r *model.Release) error {
 	if err != nil {
 		return err
 	}
-	err = s.obj.write(ctx, s.releaseKey(r.Project, r.Workspace, r.Revision), data, true)
+	err = s.writeRelease(ctx, r, data, true)
 	if errors.Is(err, errObjectExists) {
 		return fmt.Errorf("create release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, ErrRevisionTaken)
 	}
@@ -606,7 +606,7 @@ func (s *Store) Update(ctx context.Context, r *model.Release) error {
 	if data, err = encodeRelease(r); err != nil {
 		return err
 	}
-	if err := s.obj.write(ctx, key, data, false); err != nil {
+	if err := s.writeRelease(ctx, r, data, false); err != nil {
 		return fmt.Errorf("update release %s/%s/%d: %w", r.Project, r.Workspace, r.Revision, err)
 	}
 	_ = s.recordInIndex(ctx, r)
@@ -711,7 +711,7 @@ func (s *Store) write(ctx context.Context, r *model.Release) error {
 	if err != nil {
 		return err
 	}
-	if err := s.obj.write(ctx, s.releaseKey(r.Project, r.Workspace, r.Revision), data, false); err != nil {
+	if err := s.writeRelease(ctx, r, data, false); err != nil {
 		return err
 	}
 	_ = s.recordInIndex(ctx, r)

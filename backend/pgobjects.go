@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kusionpr/kusionpr/model"
 )
 
 // pgObjects keeps the store's objects in PostgreSQL, a row per key, so that
@@ -18,21 +21,42 @@ import (
 // key decides, as a bucket's If-None-Match does), an overwrite replaces the
 // row in one statement, a listing is a range of the key's index. Releases,
 // their index, leases, cancel requests and the executors' work are all the
-// same rows; Kusion's readers never see them.
+// same rows, and a release also has a row of its own beside its object,
+// which Query reads; Kusion's readers never see them.
 type pgObjects struct {
 	pool *pgxpool.Pool
 }
 
 // pgMigrations are the schema's versions, applied in order at open; each
-// runs once, in a transaction that also records it.
-var pgMigrations = []string{
-	// 1: the objects. Keys compare byte by byte (COLLATE "C"), so a prefix
-	// is a range of the primary key's index.
-	`CREATE TABLE kusionpr_objects (
-		key      text COLLATE "C" PRIMARY KEY,
-		data     bytea NOT NULL,
-		modified timestamptz NOT NULL DEFAULT now()
-	)`,
+// version's statements run once, in a transaction that also records it.
+var pgMigrations = [][]string{
+	// 1: the objects, and a row per release beside its object. Keys compare
+	// byte by byte (COLLATE "C"), so a prefix is a range of the primary
+	// key's index. A release row goes with its object (a foreign key), so a
+	// row can only say what an object holds.
+	{
+		`CREATE TABLE kusionpr_objects (
+			key      text COLLATE "C" PRIMARY KEY,
+			data     bytea NOT NULL,
+			modified timestamptz NOT NULL DEFAULT now()
+		)`,
+		`CREATE TABLE kusionpr_releases (
+			key       text COLLATE "C" PRIMARY KEY REFERENCES kusionpr_objects (key) ON DELETE CASCADE,
+			prefix    text COLLATE "C" NOT NULL,
+			project   text NOT NULL,
+			workspace text NOT NULL,
+			revision  bigint NOT NULL,
+			stack     text NOT NULL,
+			phase     text NOT NULL,
+			created   timestamptz NOT NULL,
+			modified  timestamptz NOT NULL,
+			message   text NOT NULL,
+			origin    jsonb,
+			UNIQUE (prefix, project, workspace, revision)
+		)`,
+		`CREATE INDEX kusionpr_releases_by_workspace ON kusionpr_releases (prefix, workspace, created DESC)`,
+		`CREATE INDEX kusionpr_releases_running ON kusionpr_releases (prefix, created DESC) WHERE phase NOT IN ('succeeded', 'failed')`,
+	},
 }
 
 // openPostgres opens a postgres:// store: the URL as libpq reads it (a
@@ -89,8 +113,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("the database's schema is version %d, newer than this program's %d: run a newer kusionpr", have, len(pgMigrations))
 		}
 		for v := have + 1; v <= len(pgMigrations); v++ {
-			if _, err := tx.Exec(ctx, pgMigrations[v-1]); err != nil {
-				return fmt.Errorf("migrate the schema to version %d: %w", v, pgError(err))
+			for _, stmt := range pgMigrations[v-1] {
+				if _, err := tx.Exec(ctx, stmt); err != nil {
+					return fmt.Errorf("migrate the schema to version %d: %w", v, pgError(err))
+				}
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO kusionpr_schema (version) VALUES ($1)`, v); err != nil {
 				return fmt.Errorf("record schema version %d: %w", v, pgError(err))
@@ -179,6 +205,83 @@ func (o pgObjects) write(ctx context.Context, key string, data []byte, createOnl
 	_, err := o.pool.Exec(ctx, `INSERT INTO kusionpr_objects (key, data) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET data = excluded.data, modified = now()`, key, data)
 	return pgError(err)
+}
+
+// writeRelease writes the release's object and its row in one statement:
+// the object's INSERT decides, as write's does, and the row follows only
+// the object written.
+func (o pgObjects) writeRelease(ctx context.Context, key string, data []byte, createOnly bool, prefix string, r *model.Release) error {
+	var origin []byte
+	if r.Origin != nil {
+		var err error
+		if origin, err = json.Marshal(r.Origin); err != nil {
+			return err
+		}
+	}
+	onConflict := `ON CONFLICT (key) DO UPDATE SET data = excluded.data, modified = now()`
+	if createOnly {
+		onConflict = `ON CONFLICT (key) DO NOTHING`
+	}
+	tag, err := o.pool.Exec(ctx, `WITH object AS (
+			INSERT INTO kusionpr_objects (key, data) VALUES ($1, $2) `+onConflict+` RETURNING key
+		)
+		INSERT INTO kusionpr_releases (key, prefix, project, workspace, revision, stack, phase, created, modified, message, origin)
+		SELECT key, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM object
+		ON CONFLICT (key) DO UPDATE SET stack = excluded.stack, phase = excluded.phase, created = excluded.created,
+			modified = excluded.modified, message = excluded.message, origin = excluded.origin`,
+		key, data, prefix, r.Project, r.Workspace, int64(r.Revision), r.Stack, string(r.Phase),
+		r.CreateTime, r.ModifiedTime, r.Message, origin)
+	if err != nil {
+		return pgError(err)
+	}
+	if createOnly && tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", errObjectExists, key)
+	}
+	return nil
+}
+
+func (o pgObjects) queryReleases(ctx context.Context, prefix string, q ReleaseQuery) ([]*model.Release, int, error) {
+	var limit any // NULL: no limit
+	if q.Limit > 0 {
+		limit = q.Limit
+	}
+	rows, err := o.pool.Query(ctx, `SELECT project, workspace, revision, stack, phase, created, modified, message, origin, count(*) OVER ()
+		FROM kusionpr_releases
+		WHERE prefix = $1 AND ($2 = '' OR project = $2) AND ($3 = '' OR workspace = $3)
+			AND (NOT $4 OR phase NOT IN ('succeeded', 'failed'))
+		ORDER BY created DESC, project, workspace, revision DESC
+		LIMIT $5`, prefix, q.Project, q.Workspace, q.Running, limit)
+	if err != nil {
+		return nil, 0, pgError(err)
+	}
+	defer rows.Close()
+	var (
+		out   []*model.Release
+		total int
+	)
+	for rows.Next() {
+		var (
+			r      model.Release
+			rev    int64
+			phase  string
+			origin []byte
+		)
+		if err := rows.Scan(&r.Project, &r.Workspace, &rev, &r.Stack, &phase, &r.CreateTime, &r.ModifiedTime, &r.Message, &origin, &total); err != nil {
+			return nil, 0, pgError(err)
+		}
+		r.Revision, r.Phase = uint64(rev), model.Phase(phase)
+		if origin != nil {
+			r.Origin = &model.Origin{}
+			if err := json.Unmarshal(origin, r.Origin); err != nil {
+				return nil, 0, fmt.Errorf("release %s/%s/%d's origin: %w", r.Project, r.Workspace, rev, err)
+			}
+		}
+		out = append(out, &r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, pgError(err)
+	}
+	return out, total - len(out), nil
 }
 
 func (o pgObjects) close() error {
