@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/chatops"
 	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/githubapi"
@@ -73,7 +74,7 @@ func (w workflowWork) Cancel(ctx context.Context, req workflow.Request, who, why
 }
 
 func (w workflowWork) Releases(ctx context.Context, req workflow.Request, limit int) (*workflow.History, error) {
-	return w.runner.Releases(ctx, req, limit)
+	return w.runner.Releases(ctx, req, backend.ReleaseQuery{Limit: limit})
 }
 
 // command is one job being handled: what it asks, of whom, and how it

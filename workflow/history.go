@@ -14,15 +14,18 @@ import (
 type History struct {
 	Project, Workspace string
 	// Store names the release store for people.
-	Store    string
+	Store string
+	// Releases say who, when, how and from what; their spec and state are
+	// not read.
 	Releases []*model.Release
 	// More counts the older releases left out by the limit.
 	More int
 }
 
-// Releases reads the request's stack's releases, newest first, at most
-// limit of them (0: all).
-func (r *Runner) Releases(ctx context.Context, req Request, limit int) (*History, error) {
+// Releases reads the request's stack's releases, newest first: q.Limit
+// of them at most (0: all), only those not ended with q.Running; q's
+// project and workspace are the stack's.
+func (r *Runner) Releases(ctx context.Context, req Request, q backend.ReleaseQuery) (*History, error) {
 	st, store, where, err := r.stackStore(ctx, req)
 	if err != nil {
 		return nil, err
@@ -34,14 +37,22 @@ func (r *Runner) Releases(ctx context.Context, req Request, limit int) (*History
 	if err != nil {
 		return nil, err
 	}
+	q.Project, q.Workspace = h.Project, h.Workspace
+	if store.Queries() {
+		// One query in place of a read per release.
+		if h.Releases, h.More, err = store.Query(ctx, q); err != nil {
+			return nil, err
+		}
+		return h, nil
+	}
 	revs, err := store.Revisions(ctx, h.Project, h.Workspace)
 	if err != nil {
 		return nil, err
 	}
 	slices.Sort(revs)
 	slices.Reverse(revs)
-	if limit > 0 && len(revs) > limit {
-		h.More, revs = len(revs)-limit, revs[:limit]
+	if !q.Running && q.Limit > 0 && len(revs) > q.Limit {
+		h.More, revs = len(revs)-q.Limit, revs[:q.Limit]
 	}
 	for _, n := range revs {
 		// The newest was read by the owner's check.
@@ -51,9 +62,28 @@ func (r *Runner) Releases(ctx context.Context, req Request, limit int) (*History
 				return nil, fmt.Errorf("releases of %s/%s: %w", h.Project, h.Workspace, err)
 			}
 		}
-		h.Releases = append(h.Releases, rel)
+		switch {
+		case q.Running && rel.Phase.Ended():
+		case q.Running && q.Limit > 0 && len(h.Releases) == q.Limit:
+			h.More++
+		default:
+			h.Releases = append(h.Releases, rel)
+		}
 	}
 	return h, nil
+}
+
+// Across answers q across the store's projects, newest first: a store
+// with a database does (PostgreSQL); the others answer
+// backend.ErrNoQueries. where names the store for people.
+func (r *Runner) Across(ctx context.Context, q backend.ReleaseQuery) (rels []*model.Release, more int, where string, err error) {
+	store, where, err := r.Open(ctx)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	defer store.Close()
+	rels, more, err = store.Query(ctx, q)
+	return rels, more, where, err
 }
 
 // Cancel asks the running release of the request's stack to stop: its

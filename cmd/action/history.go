@@ -13,6 +13,7 @@ import (
 
 	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/model"
+	"github.com/kusionpr/kusionpr/settings"
 	"github.com/kusionpr/kusionpr/workflow"
 )
 
@@ -70,45 +71,102 @@ func whoLocally() string {
 	return o.User
 }
 
-// releasesCommand lists a stack's releases, newest first.
+// releasesCommand lists a stack's releases, newest first, or with
+// --all-projects those of every project in the store.
 func releasesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	s, code, ok := parseCommand("releases", args, stdout, stderr)
 	if !ok {
 		return code
 	}
+	if s.ReleasesAllProjects {
+		return releasesAcross(ctx, s, stdout, stderr)
+	}
 	runner := s.runner(nil)
 	req, err := s.request("")
 	var h *workflow.History
 	if err == nil {
-		h, err = runner.Releases(ctx, req, s.ReleasesLimit)
+		h, err = runner.Releases(ctx, req, backend.ReleaseQuery{Limit: s.ReleasesLimit, Running: s.ReleasesRunning})
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
 	if s.ReleasesOutput == "json" {
-		return writeHistoryJSON(stdout, stderr, h)
+		return writeHistoryJSON(stdout, stderr, h.Project, h.Workspace, h.Releases, h.More, false)
 	}
 	fmt.Fprintf(stderr, "Release store: %s\n", h.Store)
 	if len(h.Releases) == 0 {
-		fmt.Fprintf(stdout, "%s/%s has no release.\n", h.Project, h.Workspace)
+		fmt.Fprintf(stdout, "%s/%s has no %s.\n", h.Project, h.Workspace, noneWord(s.ReleasesRunning))
 		return 0
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REVISION\tPHASE\tWHEN\tWHO\tFROM")
-	for _, r := range h.Releases {
-		e := entryOf(r)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Revision, e.Phase, e.Created.Format("2006-01-02 15:04:05Z"), cmp.Or(e.Who, "-"), cmp.Or(e.From, "-"))
-	}
-	tw.Flush()
+	writeHistoryTable(stdout, h.Releases, false)
 	if h.More > 0 {
 		fmt.Fprintf(stdout, "... and %d older (--limit 0 lists all)\n", h.More)
 	}
 	return 0
 }
 
+// releasesAcross lists the releases of every project in the store, of
+// --workspace's alone if it is given.
+func releasesAcross(ctx context.Context, s cliSettings, stdout, stderr io.Writer) int {
+	rels, more, where, err := s.runner(nil).Across(ctx, backend.ReleaseQuery{Workspace: s.Workspace, Running: s.ReleasesRunning, Limit: s.ReleasesLimit})
+	if errors.Is(err, backend.ErrNoQueries) {
+		fmt.Fprintf(stderr, "error: %s: %v; without %s, releases lists one stack's\n", where, err, settings.Must("releases-all-projects").FlagName())
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	if s.ReleasesOutput == "json" {
+		return writeHistoryJSON(stdout, stderr, "", s.Workspace, rels, more, true)
+	}
+	fmt.Fprintf(stderr, "Release store: %s\n", where)
+	if len(rels) == 0 {
+		in := "the store"
+		if s.Workspace != "" {
+			in = "workspace " + s.Workspace
+		}
+		fmt.Fprintf(stdout, "No project in %s has a %s.\n", in, strings.TrimSuffix(noneWord(s.ReleasesRunning), "s"))
+		return 0
+	}
+	writeHistoryTable(stdout, rels, true)
+	if more > 0 {
+		fmt.Fprintf(stdout, "... and %d older (--limit 0 lists all)\n", more)
+	}
+	return 0
+}
+
+func noneWord(running bool) string {
+	if running {
+		return "running releases"
+	}
+	return "releases"
+}
+
+// writeHistoryTable writes a row per release, naming its project and
+// workspace when they differ from row to row.
+func writeHistoryTable(w io.Writer, rels []*model.Release, across bool) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if across {
+		fmt.Fprint(tw, "PROJECT\tWORKSPACE\t")
+	}
+	fmt.Fprintln(tw, "REVISION\tPHASE\tWHEN\tWHO\tFROM")
+	for _, r := range rels {
+		e := entryOf(r)
+		if across {
+			fmt.Fprintf(tw, "%s\t%s\t", r.Project, r.Workspace)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Revision, e.Phase, e.Created.Format("2006-01-02 15:04:05Z"), cmp.Or(e.Who, "-"), cmp.Or(e.From, "-"))
+	}
+	tw.Flush()
+}
+
 // historyEntry is one release as releases lists it (and -o json writes it).
 type historyEntry struct {
+	// Project and Workspace are given when the list spans projects.
+	Project     string      `json:"project,omitempty"`
+	Workspace   string      `json:"workspace,omitempty"`
 	Revision    uint64      `json:"revision"`
 	Phase       model.Phase `json:"phase"`
 	Stack       string      `json:"stack"`
@@ -149,15 +207,21 @@ func entryOf(r *model.Release) historyEntry {
 	return e
 }
 
-func writeHistoryJSON(stdout, stderr io.Writer, h *workflow.History) int {
+// writeHistoryJSON writes the list as JSON: the project and workspace
+// once, or, across projects, in each entry.
+func writeHistoryJSON(stdout, stderr io.Writer, project, workspace string, rels []*model.Release, more int, across bool) int {
 	out := struct {
-		Project   string         `json:"project"`
-		Workspace string         `json:"workspace"`
+		Project   string         `json:"project,omitempty"`
+		Workspace string         `json:"workspace,omitempty"`
 		Releases  []historyEntry `json:"releases"`
 		More      int            `json:"more,omitempty"`
-	}{Project: h.Project, Workspace: h.Workspace, Releases: []historyEntry{}, More: h.More}
-	for _, r := range h.Releases {
-		out.Releases = append(out.Releases, entryOf(r))
+	}{Project: project, Workspace: workspace, Releases: []historyEntry{}, More: more}
+	for _, r := range rels {
+		e := entryOf(r)
+		if across {
+			e.Project, e.Workspace = r.Project, r.Workspace
+		}
+		out.Releases = append(out.Releases, e)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

@@ -155,7 +155,7 @@ commands:
             only; exit code 2 when some stack drifted
   rollback  put the stack back as release --to N left it (preview, ask or
             --yes, apply as a new release)
-  releases  list the stack's releases, newest first (-o json)
+  releases  list the stack's releases, or every project's, newest first (-o json)
   cancel    ask the stack's running release to stop at its next heartbeat
   unlock    end a release left running (its runner died), recording why
   policy    "policy test" runs a policy folder's Rego unit tests
@@ -177,7 +177,7 @@ var commandUsage = map[string]string{
 	"unlock":   "usage: action unlock --stack DIR --reason TEXT [--workspace NAME] [--backend URL]\n\nEnds a release left running (its runner died) by hand, recording who and\nwhy, as kusion release unlock does.\n",
 	"rollback": "usage: action rollback --stack DIR --to N [flags]\n\nPuts the stack back as release N left it: previews the spec N recorded against\nthe latest release and the live objects, asks (unless --yes), applies it and\nrecords a new release saying rollback to N. Resources made since N are\ndeleted; Terraform goes on from the latest release's state.\n",
 	"cancel":   "usage: action cancel --stack DIR [--reason TEXT] [--workspace NAME] [--backend URL]\n\nAsks the stack's running release to stop: its runner, wherever it runs, sees\nthe request at its next heartbeat, lets what is in flight finish, applies\nnothing more and ends the release failed, saying who cancelled.\n",
-	"releases": "usage: action releases --stack DIR [-o text|json] [--limit N] [--workspace NAME] [--backend URL]\n\nLists the stack's releases, newest first: revision, phase, when, who, and\nfrom which command, pull request or commit.\n",
+	"releases": "usage: action releases --stack DIR [-o text|json] [--limit N] [--running] [--workspace NAME] [--backend URL]\n       action releases --all-projects [--workspace NAME] [--running] [-o text|json] [--limit N] [--backend URL]\n\nLists the stack's releases, newest first: revision, phase, when, who, and\nfrom which command, pull request or commit. --all-projects lists every\nproject's in the store (a PostgreSQL store answers it); --running only\nthose that have not ended.\n",
 }
 
 // parseFlags parses a command's flags: --help prints the command's usage

@@ -62,6 +62,8 @@ type cliSettings struct {
 	RollbackTo                int               `setting:"rollback-to"`
 	ReleasesOutput            string            `setting:"releases-output"`
 	ReleasesLimit             int               `setting:"releases-limit"`
+	ReleasesAllProjects       bool              `setting:"releases-all-projects"`
+	ReleasesRunning           bool              `setting:"releases-running"`
 	Request                   string            `setting:"request"`
 	Yes                       bool              `setting:"yes"`
 	DryRun                    bool              `setting:"dry-run"`
