@@ -138,8 +138,9 @@ func (s *Store) HeartbeatInterval() time.Duration { return s.lease() / 5 }
 // someone else (superseded after its lease, or unlocked): its holder must stop.
 var ErrSuperseded = model.ErrSuperseded
 
-// lastSign is when r last showed its holder alive.
-func lastSign(r *model.Release) time.Time {
+// LastSign is when r last showed its holder alive: past the store's lease
+// without another, the next Begin supersedes it.
+func LastSign(r *model.Release) time.Time {
 	t := r.ModifiedTime
 	if r.CreateTime.After(t) {
 		t = r.CreateTime
@@ -165,12 +166,12 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err := checkScheme(rawURL, u); err != nil {
 		return nil, err
 	}
-	switch u.Scheme {
-	case "oss":
+	switch {
+	case u.Scheme == "oss":
 		return openS3(ctx, u, s3Credentials{})
-	case "postgres", "postgresql":
+	case isPostgres(u.Scheme):
 		return openPostgres(ctx, u)
-	case "https", "http":
+	case u.Scheme == "https" || u.Scheme == "http":
 		return openHTTP(ctx, u)
 	}
 	q := u.Query()
@@ -640,7 +641,7 @@ func (s *Store) BeginIf(ctx context.Context, r *model.Release, cond func(latest 
 	// winner of the slot gets here, so only one runner writes this.
 	abandoned.Phase = model.PhaseFailed
 	abandoned.Message = fmt.Sprintf("%s revision %d: no sign of life since %s, past the %s lease",
-		supersededPrefix, r.Revision, lastSign(abandoned).Format(time.RFC3339), s.lease())
+		supersededPrefix, r.Revision, LastSign(abandoned).Format(time.RFC3339), s.lease())
 	if err := s.write(ctx, abandoned); err != nil {
 		return nil, fmt.Errorf("begin release: took revision %d, but marking abandoned revision %d failed: %w", r.Revision, abandoned.Revision, err)
 	}
@@ -743,7 +744,7 @@ func (s *Store) begin(ctx context.Context, r *model.Release, cond func(*model.Re
 		}
 		abandoned = nil
 		if latest != nil && !latest.Phase.Ended() {
-			if s.now().Sub(lastSign(latest)) <= s.lease() {
+			if s.now().Sub(LastSign(latest)) <= s.lease() {
 				return nil, nil, heldBy(latest)
 			}
 			abandoned = latest

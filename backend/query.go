@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/kusionpr/kusionpr/model"
 )
@@ -79,3 +80,12 @@ func (s *Store) writeRelease(ctx context.Context, r *model.Release, data []byte,
 	}
 	return s.obj.write(ctx, key, data, createOnly)
 }
+
+// AnswersQueries reports whether the store at rawURL answers Query, from
+// its scheme, without opening it.
+func AnswersQueries(rawURL string) bool {
+	u, err := url.Parse(rawURL) // lowercases the scheme
+	return err == nil && isPostgres(u.Scheme)
+}
+
+func isPostgres(scheme string) bool { return scheme == "postgres" || scheme == "postgresql" }

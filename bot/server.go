@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/engine/kcl"
 	"github.com/kusionpr/kusionpr/executor/ghactions"
 	"github.com/kusionpr/kusionpr/githubapi"
@@ -68,6 +69,9 @@ type Bot struct {
 	// actions, with the executor github-actions, hears of the workflow
 	// runs it follows.
 	actions *ghactions.Executor
+	// releases reports the store's running releases as metrics, when
+	// the store answers queries.
+	releases *runningReleases
 }
 
 // New checks the configuration and prepares the bot.
@@ -117,6 +121,10 @@ func New(cfg *Config, log *slog.Logger) (*Bot, error) {
 	b.commands = webhook.NewDedup(10000, 24*time.Hour)
 	b.budget = webhook.NewBudget(cfg.MaxUnverifiedBytes, budgetWait)
 	m.watchBudget(b.budget)
+	if backend.AnswersQueries(cfg.Backend) {
+		b.releases = newRunningReleases(cfg.Backend, log)
+		m.reg.MustRegister(b.releases)
+	}
 	b.redeliver = newRedelivery()
 	b.ready.Store(true)
 	return b, nil
@@ -150,6 +158,9 @@ func (b *Bot) Drain(ctx context.Context) error {
 	err := b.q.drain(ctx)
 	b.cancel()
 	_ = b.kcl.Close()
+	if b.releases != nil {
+		b.releases.close()
+	}
 	return err
 }
 
