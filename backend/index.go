@@ -75,6 +75,12 @@ func (ix *index) sort() {
 // readIndex reads the index of project/workspace. A missing index is an empty
 // one (found is false).
 func (s *Store) readIndex(ctx context.Context, project, workspace string) (ix *index, found bool, err error) {
+	if rows, ok := s.obj.(releaseIndex); ok {
+		if ix, err = rows.readIndex(ctx, s.prefix, project, workspace); err != nil {
+			return nil, false, fmt.Errorf("read the release rows of %s/%s: %w", project, workspace, err)
+		}
+		return ix, len(ix.Releases) > 0, nil
+	}
 	key := s.indexKey(project, workspace)
 	data, err := s.readObject(ctx, key, s.maxIndex(), "release index")
 	if errors.Is(err, errObjectMissing) {
@@ -92,6 +98,9 @@ func (s *Store) readIndex(ctx context.Context, project, workspace string) (ix *i
 }
 
 func (s *Store) writeIndex(ctx context.Context, project, workspace string, ix *index) error {
+	if _, ok := s.obj.(releaseIndex); ok {
+		return nil // the rows are the index, written with each release
+	}
 	key := s.indexKey(project, workspace)
 	data, err := yaml.Marshal(ix)
 	if err != nil {
@@ -107,6 +116,9 @@ func (s *Store) writeIndex(ctx context.Context, project, workspace string, ix *i
 // writers can interleave and one entry can be lost; readers repair that by
 // probing, so the index never decides anything on its own.
 func (s *Store) recordInIndex(ctx context.Context, r *model.Release) error {
+	if _, ok := s.obj.(releaseIndex); ok {
+		return nil // the release's row, written with it
+	}
 	ix, _, err := s.readIndex(ctx, r.Project, r.Workspace)
 	if err != nil {
 		return err

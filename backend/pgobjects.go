@@ -284,6 +284,30 @@ func (o pgObjects) queryReleases(ctx context.Context, prefix string, q ReleaseQu
 	return out, total - len(out), nil
 }
 
+func (o pgObjects) readIndex(ctx context.Context, prefix, project, workspace string) (*index, error) {
+	rows, err := o.pool.Query(ctx, `SELECT revision, stack, phase FROM kusionpr_releases
+		WHERE prefix = $1 AND project = $2 AND workspace = $3 ORDER BY revision`, prefix, project, workspace)
+	if err != nil {
+		return nil, pgError(err)
+	}
+	defer rows.Close()
+	ix := &index{}
+	for rows.Next() {
+		var (
+			e     indexEntry
+			rev   int64
+			phase string
+		)
+		if err := rows.Scan(&rev, &e.Stack, &phase); err != nil {
+			return nil, pgError(err)
+		}
+		e.Revision, e.Phase = uint64(rev), model.Phase(phase)
+		ix.Releases = append(ix.Releases, &e)
+		ix.LatestRevision = e.Revision
+	}
+	return ix, pgError(rows.Err())
+}
+
 func (o pgObjects) close() error {
 	o.pool.Close()
 	return nil

@@ -38,6 +38,10 @@ type releaseIndex interface {
 	// first, each without its spec and state, and says how many more
 	// matched past q.Limit.
 	queryReleases(ctx context.Context, prefix string, q ReleaseQuery) ([]*model.Release, int, error)
+	// readIndex is the project's workspace's index made from its rows:
+	// where releases have rows, they are the index, and no .metadata.yml
+	// is kept (no Kusion CLI reads a database).
+	readIndex(ctx context.Context, prefix, project, workspace string) (*index, error)
 }
 
 // Queries reports whether the store answers Query.

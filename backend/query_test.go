@@ -12,15 +12,7 @@ import (
 )
 
 // postgresURL is a fresh database on the test environment's PostgreSQL.
-func postgresURL(t *testing.T) string {
-	for _, s := range testenv.ObjectStores(t) {
-		if s.Name == "postgres" {
-			return s.NewBucket(t)
-		}
-	}
-	t.Skip("KUSIONPR_TEST_POSTGRES_URL is not set: run `make test`")
-	return ""
-}
+func postgresURL(t *testing.T) string { return testenv.Postgres(t).NewBucket(t) }
 
 // TestQueryAcrossProjects: the database answers every release of a
 // workspace and what runs now, across projects, newest first, from the

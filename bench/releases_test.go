@@ -128,6 +128,73 @@ func BenchmarkLatestRelease(b *testing.B) {
 	b.ReportMetric(median(times).Seconds(), "latest-s")
 }
 
+// BenchmarkLatestReleasePostgres is BenchmarkLatestRelease's question on
+// PostgreSQL: store.Latest with 10 releases in the workspace, then with
+// 1,000 (timed once per iteration, each on a freshly opened store, its
+// connection made before the clock starts), and the questions only the
+// database answers over those 1,000: what runs now, and the workspace's
+// newest 20 across projects. Metrics: latest-s@10, latest-s (1,000),
+// running-s, workspace-s (medians).
+func BenchmarkLatestReleasePostgres(b *testing.B) {
+	storeURL := testenv.Postgres(b).NewBucket(b)
+	ctx := context.Background()
+	writer, err := backend.Open(ctx, storeURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer writer.Close()
+	timed := func(f func(s *backend.Store) error) time.Duration {
+		s, err := backend.Open(ctx, storeURL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		start := time.Now()
+		if err := f(s); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	latestIs := func(want uint64) func(s *backend.Store) error {
+		return func(s *backend.Store) error {
+			r, err := s.Latest(ctx, releasesProject, releasesWorkspace)
+			if err == nil && (r == nil || r.Revision != want || r.Phase != model.PhaseSucceeded) {
+				err = fmt.Errorf("latest release: got %s, want revision %d, succeeded", describeRelease(r), want)
+			}
+			return err
+		}
+	}
+	fillReleases(b, writer, 0, 10)
+	var at10 []time.Duration
+	for range 5 {
+		at10 = append(at10, timed(latestIs(10)))
+	}
+	fillReleases(b, writer, 10, 1000)
+
+	var latest, running, workspace []time.Duration
+	for b.Loop() {
+		latest = append(latest, timed(latestIs(1000)))
+		running = append(running, timed(func(s *backend.Store) error {
+			rels, _, err := s.Query(ctx, backend.ReleaseQuery{Running: true})
+			if err == nil && len(rels) != 0 {
+				err = fmt.Errorf("%d releases running, want none", len(rels))
+			}
+			return err
+		}))
+		workspace = append(workspace, timed(func(s *backend.Store) error {
+			rels, more, err := s.Query(ctx, backend.ReleaseQuery{Workspace: releasesWorkspace, Limit: 20})
+			if err == nil && (len(rels) != 20 || more != 980 || rels[0].Revision != 1000) {
+				err = fmt.Errorf("the workspace's newest 20: %d releases, %d more, the first %d", len(rels), more, rels[0].Revision)
+			}
+			return err
+		}))
+	}
+	b.ReportMetric(median(at10).Seconds(), "latest-s@10")
+	b.ReportMetric(median(latest).Seconds(), "latest-s")
+	b.ReportMetric(median(running).Seconds(), "running-s")
+	b.ReportMetric(median(workspace).Seconds(), "workspace-s")
+}
+
 // countingProxy starts the counting proxy in front of bucket's endpoint and
 // returns it with the bucket's URL rewritten to go through it.
 func countingProxy(b *testing.B, bucket string) (*requestCounter, string) {

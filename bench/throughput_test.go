@@ -22,7 +22,7 @@ import (
 // The throughput scenario: a repository of 50 stacks, each its own project
 // with a ConfigMap, and 100 merges over them (two per stack), delivered
 // over a minute to two bot replicas taking turns, sharing one release
-// bucket on MinIO.
+// store: a bucket on MinIO, or a PostgreSQL database.
 const (
 	tputStacks = 50
 	tputMerges = 100
@@ -39,8 +39,18 @@ const (
 // but counted); "late", the stacks whose older merge applied after the
 // newer (merge order broken); "cpu-s", the two bots' CPU per iteration;
 // "rss-MB", the larger bot's peak resident memory.
-func BenchmarkMergeThroughput(b *testing.B) {
-	w := startBotWorld(b)
+func BenchmarkMergeThroughput(b *testing.B) { mergeThroughput(b, "") }
+
+// BenchmarkMergeThroughputPostgres is the same with the releases in
+// PostgreSQL: its figures stand beside MinIO's of the same run.
+func BenchmarkMergeThroughputPostgres(b *testing.B) {
+	mergeThroughput(b, testenv.Postgres(b).NewBucket(b))
+}
+
+// mergeThroughput runs the scenario with the bots' releases in store
+// (a bucket on MinIO when "").
+func mergeThroughput(b *testing.B, storeURL string) {
+	w := startBotWorld(b, storeURL)
 	second := &testenv.LogBuffer{}
 	urls := []string{w.url, w.startBot(b, binary(b, "../cmd/bot"), second)}
 	s := suffix()

@@ -65,7 +65,7 @@ const (
 // (applies the bot finished during the load, from its /metrics
 // kusionpr_runs_total).
 func BenchmarkWebhookAck(b *testing.B) {
-	w := startBotWorld(b)
+	w := startBotWorld(b, "")
 	client := &http.Client{
 		// The client must never be what queues: every delivery due gets
 		// a connection of its own if none is idle.
@@ -154,13 +154,18 @@ type botWorld struct {
 	bots []*exec.Cmd
 }
 
-func startBotWorld(b *testing.B) *botWorld {
+// startBotWorld starts a bot on the test environment; its releases go to
+// store, or to a fresh bucket on MinIO when store is "".
+func startBotWorld(b *testing.B, store string) *botWorld {
 	b.Helper()
 	kc := testenv.Kubeconfig(b)
 	bin := binary(b, "../cmd/bot")
 	w := &botWorld{gh: githubfake.New(b), owner: "Codertocat", repo: "Hello-World", tree: b.TempDir(),
 		ns: "wh-" + suffix(), logs: &testenv.LogBuffer{}}
-	bucket := testenv.S3(b).NewBucket(b) // sets the S3 credentials in the environment
+	bucket := store
+	if bucket == "" {
+		bucket = testenv.S3(b).NewBucket(b) // sets the S3 credentials in the environment
+	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		b.Fatalf("generating the App key: %v", err)

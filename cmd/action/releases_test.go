@@ -20,15 +20,7 @@ import (
 // first, and --running what holds a stack now; an object store says that
 // PostgreSQL answers it and lists nothing.
 func TestReleasesAcrossProjects(t *testing.T) {
-	var store string
-	for _, s := range testenv.ObjectStores(t) {
-		if s.Name == "postgres" {
-			store = s.NewBucket(t)
-		}
-	}
-	if store == "" {
-		t.Skip("KUSIONPR_TEST_POSTGRES_URL is not set: run `make test`")
-	}
+	store := testenv.Postgres(t).NewBucket(t)
 	kc := testenv.Kubeconfig(t)
 	t.Setenv("KUBECONFIG", kc)
 	ns := fmt.Sprintf("releases-%06x", rand.IntN(1<<24))

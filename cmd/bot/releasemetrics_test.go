@@ -18,16 +18,7 @@ import (
 // many, how long each ran and how long its holder has been silent; once it
 // ends, none.
 func TestRunningReleaseMetrics(t *testing.T) {
-	var pg testenv.ObjectStore
-	for _, s := range testenv.ReleaseStores(t) {
-		if s.Name == "postgres" {
-			pg = s
-		}
-	}
-	if pg.NewBucket == nil {
-		t.Skip("KUSIONPR_TEST_POSTGRES_URL is not set: run `make test`")
-	}
-	w := newWorld(t, storeOption(t, pg))
+	w := newWorld(t, withBackend(testenv.Postgres(t).NewBucket(t)))
 	scrape := func() string {
 		t.Helper()
 		resp, err := http.Get(w.url + "/metrics")

@@ -110,6 +110,15 @@ func rows() []row {
 		{Scenario: "… cold: an empty cache (four packages fetched from git and OCI), the confined runtime started and ended", Benchmark: "BenchmarkCompileKCLCold", Ours: "ours-s", Reference: "kcl-s", RefName: "a Python process of kcl-lib compiling the same stacks, packages on disk, start to end", Unit: "s"},
 		{Scenario: "… requests to the package servers of a cold compile", Benchmark: "BenchmarkCompileKCLCold", Ours: "fetched", Unit: "requests"},
 		{Scenario: "latest revision among 1,000 releases on MinIO", Benchmark: "BenchmarkLatestRelease", Ours: "requests@1000", Reference: "requests@10", RefName: "the same among 10 releases", Unit: "requests", target: target{"same", 0}},
+		{Scenario: "latest revision among 1,000 releases on PostgreSQL", Benchmark: "BenchmarkLatestReleasePostgres", Ours: "latest-s", Reference: "latest-s@10", RefName: "the same among 10 releases", Unit: "s", target: target{"within", 1.5}},
+		{Scenario: "latest revision among 1,000 releases on PostgreSQL", Benchmark: "BenchmarkLatestReleasePostgres", Ours: "latest-s", RefBenchmark: "BenchmarkLatestRelease", Reference: "latest-s", RefName: "the same on MinIO (through the request-counting proxy)", Unit: "s"},
+		{Scenario: "what runs now, among 1,000 releases, from PostgreSQL", Benchmark: "BenchmarkLatestReleasePostgres", Ours: "running-s", RefBenchmark: "BenchmarkLatestRelease", Reference: "latest-s", RefName: "one workspace's latest release on MinIO: what an object store pays per workspace to answer it", Unit: "s"},
+		{Scenario: "a workspace's newest 20 releases across projects, among 1,000, from PostgreSQL", Benchmark: "BenchmarkLatestReleasePostgres", Ours: "workspace-s", Unit: "s"},
+		{Scenario: tput + ", on PostgreSQL", Benchmark: "BenchmarkMergeThroughputPostgres", Ours: "p50-ms", RefBenchmark: "BenchmarkMergeThroughput", Reference: "p50-ms", RefName: "the same on MinIO", Unit: "ms (p50)"},
+		{Scenario: "… p99", Benchmark: "BenchmarkMergeThroughputPostgres", Ours: "p99-ms", RefBenchmark: "BenchmarkMergeThroughput", Reference: "p99-ms", RefName: "the same on MinIO", Unit: "ms (p99)"},
+		{Scenario: "… merges applied exactly once", Benchmark: "BenchmarkMergeThroughputPostgres", Ours: "applied", Unit: "merges", target: target{"equal", 100}},
+		{Scenario: "… older merges applied after a newer one", Benchmark: "BenchmarkMergeThroughputPostgres", Ours: "late", Unit: "stacks", target: target{"equal", 0}},
+		{Scenario: "… the two bots' CPU for the 100 merges", Benchmark: "BenchmarkMergeThroughputPostgres", Ours: "cpu-s", RefBenchmark: "BenchmarkMergeThroughput", Reference: "cpu-s", RefName: "the same on MinIO", Unit: "s"},
 	}
 }
 

@@ -75,6 +75,19 @@ func S3(t testing.TB) ObjectStore {
 	return ObjectStore{}
 }
 
+// Postgres returns the PostgreSQL server, its NewBucket a fresh database,
+// skipping (or failing under make test) without it.
+func Postgres(t testing.TB) ObjectStore {
+	t.Helper()
+	for _, s := range ObjectStores(t) {
+		if s.Name == "postgres" {
+			return s
+		}
+	}
+	missing(t, "KUSIONPR_TEST_POSTGRES_URL is not set: run `make test` or `eval \"$(hack/testenv.sh env)\"` after `hack/testenv.sh start`")
+	return ObjectStore{}
+}
+
 func bucketName(prefix string) string {
 	return fmt.Sprintf("%s-%08x", prefix, rand.Uint32())
 }
