@@ -89,3 +89,28 @@ func TestRefusalIsNeverMissing(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresPasswordNeverPrinted: a password in the store's URL appears
+// in no error, whether the database is missing, the URL is wrong or the
+// server cannot be reached.
+func TestPostgresPasswordNeverPrinted(t *testing.T) {
+	u, err := url.Parse(testenv.Postgres(t).NewBucket(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const password = "hunter2-pg-secret-0b7"
+	u.User = url.UserPassword(u.User.Username(), password)
+	missing, badOption, unreachable := *u, *u, *u
+	missing.Path = "/no_such_database"
+	badOption.RawQuery = "sslmode=bogus"
+	unreachable.Host = testenv.FreeAddr(t)
+	for _, c := range []struct {
+		u    *url.URL
+		says string
+	}{{&missing, `database "no_such_database" does not exist`}, {&badOption, "sslmode is invalid"}, {&unreachable, "connection refused"}} {
+		_, err := Open(context.Background(), c.u.String())
+		if err == nil || strings.Contains(err.Error(), password) || strings.Contains(err.Error(), url.QueryEscape(password)) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("Open(%s with a password): %v; want it to say %q, not the password", c.u.Redacted(), err, c.says)
+		}
+	}
+}

@@ -53,18 +53,25 @@ func openHTTP(ctx context.Context, u *url.URL) (*Store, error) {
 	if !strings.HasSuffix(base.Path, "/") {
 		base.Path += "/"
 	}
-	host := u.Host
-	client := &http.Client{Timeout: time.Minute, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if req.URL.Host != host {
-			return fmt.Errorf("the store redirected to %s, another host than %s: not followed", req.URL.Host, host)
+	client := &http.Client{Timeout: time.Minute, CheckRedirect: sameOrigin(u)}
+	o := httpObjects{base: &base, client: client, auth: os.Getenv(StoreAuthorizationVar)}
+	return &Store{obj: o, prefix: prefix}, nil
+}
+
+// sameOrigin is the HTTP store's redirect policy: the Authorization header
+// goes with every request, so a redirect is followed only to the store's
+// own scheme and host (Go's client would carry the header to a subdomain,
+// and over plain http after an https redirect), five at most.
+func sameOrigin(store *url.URL) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if req.URL.Host != store.Host || req.URL.Scheme != store.Scheme {
+			return fmt.Errorf("the store redirected to %s://%s, not %s://%s: not followed", req.URL.Scheme, req.URL.Host, store.Scheme, store.Host)
 		}
 		if len(via) >= 5 {
 			return errors.New("the store redirected more than 5 times")
 		}
 		return nil
-	}}
-	o := httpObjects{base: &base, client: client, auth: os.Getenv(StoreAuthorizationVar)}
-	return &Store{obj: o, prefix: prefix}, nil
+	}
 }
 
 func loopback(host string) bool {
@@ -115,9 +122,18 @@ func (o httpObjects) do(ctx context.Context, method, key string, body []byte, he
 }
 
 // statusError is a refusal of the store, with a little of what it said.
-func statusError(method, key string, resp *http.Response) error {
+func (o httpObjects) statusError(method, key string, resp *http.Response) error {
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	err := fmt.Errorf("%s %s: %s: %s", method, key, resp.Status, strings.TrimSpace(string(msg)))
+	text := strings.TrimSpace(string(msg))
+	if o.auth != "" {
+		// A service that quotes the request back must not put the
+		// credential in an error, which may reach a log or a comment.
+		text = strings.ReplaceAll(text, o.auth, "[redacted]")
+		if _, token, ok := strings.Cut(o.auth, " "); ok && len(token) >= 8 {
+			text = strings.ReplaceAll(text, token, "[redacted]")
+		}
+	}
+	err := fmt.Errorf("%s %s: %s: %s", method, key, resp.Status, text)
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		return fmt.Errorf("%w (check %s)", err, StoreAuthorizationVar)
 	}
@@ -136,7 +152,7 @@ func (o httpObjects) exists(ctx context.Context, key string) (bool, error) {
 	case http.StatusNotFound:
 		return false, nil
 	}
-	return false, statusError("HEAD", key, resp)
+	return false, o.statusError("HEAD", key, resp)
 }
 
 func (o httpObjects) read(ctx context.Context, key string, limit int64) ([]byte, error) {
@@ -149,7 +165,7 @@ func (o httpObjects) read(ctx context.Context, key string, limit int64) ([]byte,
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, fmt.Errorf("%w: %s", errObjectMissing, key)
 	case resp.StatusCode != http.StatusOK:
-		return nil, statusError("GET", key, resp)
+		return nil, o.statusError("GET", key, resp)
 	case resp.ContentLength > limit:
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", errObjectTooLarge, resp.ContentLength, limit)
 	}
@@ -184,7 +200,7 @@ func (o httpObjects) list(ctx context.Context, prefix string) ([]string, error) 
 		return nil, nil
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, statusError("LIST", prefix, resp)
+		return nil, o.statusError("LIST", prefix, resp)
 	}
 	var out struct {
 		Names []string `json:"names"`
@@ -216,7 +232,7 @@ func (o httpObjects) write(ctx context.Context, key string, data []byte, createO
 	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusNoContent:
 		return nil
 	}
-	return statusError("PUT", key, resp)
+	return o.statusError("PUT", key, resp)
 }
 
 func (o httpObjects) close() error { return nil }

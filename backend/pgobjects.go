@@ -73,8 +73,7 @@ func openPostgres(ctx context.Context, u *url.URL) (*Store, error) {
 	u.RawQuery = q.Encode()
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
-		// pgx quotes the connection string, password included.
-		return nil, fmt.Errorf("open backend %s: not a PostgreSQL URL", where)
+		return nil, fmt.Errorf("open backend %s: not a PostgreSQL URL: %s", where, parseProblem(err, u))
 	}
 	// A few connections each: every runner, bot replica and Job opens
 	// its own store, and a server's connections are counted.
@@ -311,6 +310,20 @@ func (o pgObjects) readIndex(ctx context.Context, prefix, project, workspace str
 func (o pgObjects) close() error {
 	o.pool.Close()
 	return nil
+}
+
+// parseProblem is what pgx found wrong with the URL ("sslmode is
+// invalid"), without the connection string it quotes: pgx redacts the
+// password there only as best it can.
+func parseProblem(err error, u *url.URL) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		msg = msg[i+len("`: "):]
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		msg = strings.ReplaceAll(msg, pw, "redacted")
+	}
+	return msg
 }
 
 // pgError keeps a connection string's password out of an error: pgx's

@@ -600,7 +600,7 @@ func TestDemoAndTestStartTogether(t *testing.T) {
 			t.Errorf("%s (pid %d) is not running", p.name, p.pid)
 		}
 	}
-	if want := []string{"cloudfake", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "minio", "fake-gcs-server", "azurite", "registry", "kclgit"}; !slices.Equal(names, want) {
+	if want := []string{"cloudfake", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "postgres", "minio", "fake-gcs-server", "azurite", "registry", "kclgit"}; !slices.Equal(names, want) {
 		t.Errorf("servers recorded: %q, want one environment: %q", names, want)
 	}
 	if out, err := exec.Command("kubectl", "--kubeconfig", filepath.Join(run, "kubeconfig"), "get", "--raw", "/readyz").CombinedOutput(); err != nil {

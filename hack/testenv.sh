@@ -327,7 +327,9 @@ build_storage() {
   build_minio
   build_fake_gcs
   build_azurite
-  need_pkg pg_ctl "the PostgreSQL store's tests run against it" postgresql
+  # Debian keeps the server's programs off PATH: look where it puts them.
+  postgres_bin >/dev/null 2>&1 || need_pkg pg_ctl "the PostgreSQL store's tests run against it" postgresql
+  postgres_bin >/dev/null || die "PostgreSQL's server programs are not under /usr/lib/postgresql/*/bin nor on PATH"
 }
 
 # postgres_bin: the folder of PostgreSQL's server programs (Debian keeps
@@ -335,7 +337,8 @@ build_storage() {
 postgres_bin() {
   local d
   for d in /usr/lib/postgresql/*/bin; do [ -x "$d/postgres" ] && { echo "$d"; return; }; done
-  dirname "$(command -v postgres)"
+  d=$(command -v postgres) || return 1
+  dirname "$d"
 }
 
 # as_server: the command prefix that runs PostgreSQL's programs as nobody
@@ -890,6 +893,8 @@ NODE
 stop() {
   stop_servers
   rm -f "$RUN/s3.port" "$RUN/gcs.port" "$RUN/azure.port" "$RUN/postgres.port" "$RUN/oci.port" "$RUN/git.port"
+  # PostgreSQL's data, under the temporary folder (see start_storage).
+  if [ -f "$RUN/postgres.dir" ]; then rm -rf "$(cat "$RUN/postgres.dir")"; rm -f "$RUN/postgres.dir"; fi
 }
 
 case "${1:-}" in

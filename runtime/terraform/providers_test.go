@@ -181,6 +181,8 @@ func TestEnviron(t *testing.T) {
 		"ACTIONS_RUNTIME_TOKEN":          "canary-actions",
 		"AZURE_STORAGE_KEY":              "canary-azure",
 		"GOOGLE_APPLICATION_CREDENTIALS": "/canary/gcp.json",
+		"PGPASSWORD":                     "canary-postgres",
+		"KUSIONPR_STORE_AUTHORIZATION":   "Bearer canary-store",
 		"KUBECONFIG":                     "/canary/kubeconfig",
 		"TF_LOG":                         "trace", // terraform-exec refuses it
 		"TF_VAR_x":                       "1",     // likewise

@@ -28,10 +28,12 @@ const (
 // key and webhook secret, GitHub tokens, the store's credentials): none may
 // reach terraform or a provider.
 var canaries = map[string]string{
-	"KUSIONPR_WEBHOOK_SECRET":  "canary-webhook-secret-5b1f",
-	"KUSIONPR_APP_PRIVATE_KEY": "-----BEGIN RSA PRIVATE KEY-----canary-app-key-77ad",
-	"AWS_SECRET_ACCESS_KEY":    "canary-aws-secret-c0de",
-	"GITHUB_TOKEN":             "ghs_canarygithubtoken0123456789",
+	"KUSIONPR_WEBHOOK_SECRET":      "canary-webhook-secret-5b1f",
+	"KUSIONPR_APP_PRIVATE_KEY":     "-----BEGIN RSA PRIVATE KEY-----canary-app-key-77ad",
+	"AWS_SECRET_ACCESS_KEY":        "canary-aws-secret-c0de",
+	"GITHUB_TOKEN":                 "ghs_canarygithubtoken0123456789",
+	"PGPASSWORD":                   "canary-postgres-password-9e2a",
+	"KUSIONPR_STORE_AUTHORIZATION": "Bearer canary-store-token-41c7",
 }
 
 // operatorVariable is a variable the operator allowlisted (PassEnv).
