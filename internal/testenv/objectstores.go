@@ -66,25 +66,25 @@ func ObjectStores(t testing.TB) []ObjectStore {
 // S3 returns the S3 server, skipping (or failing under make test) without it.
 func S3(t testing.TB) ObjectStore {
 	t.Helper()
-	for _, s := range ObjectStores(t) {
-		if s.Name == "s3" {
-			return s
-		}
-	}
-	missing(t, "KUSIONPR_TEST_S3_ENDPOINT is not set: run `make test` or `eval \"$(hack/testenv.sh env)\"` after `hack/testenv.sh start`")
-	return ObjectStore{}
+	return named(t, "s3", "KUSIONPR_TEST_S3_ENDPOINT")
 }
 
 // Postgres returns the PostgreSQL server, its NewBucket a fresh database,
 // skipping (or failing under make test) without it.
 func Postgres(t testing.TB) ObjectStore {
 	t.Helper()
+	return named(t, "postgres", "KUSIONPR_TEST_POSTGRES_URL")
+}
+
+// named is the store called name, which variable locates.
+func named(t testing.TB, name, variable string) ObjectStore {
+	t.Helper()
 	for _, s := range ObjectStores(t) {
-		if s.Name == "postgres" {
+		if s.Name == name {
 			return s
 		}
 	}
-	missing(t, "KUSIONPR_TEST_POSTGRES_URL is not set: run `make test` or `eval \"$(hack/testenv.sh env)\"` after `hack/testenv.sh start`")
+	missing(t, variable+" is not set: run `make test` or `eval \"$(hack/testenv.sh env)\"` after `hack/testenv.sh start`")
 	return ObjectStore{}
 }
 
