@@ -195,7 +195,8 @@ func BenchmarkLatestReleasePostgres(b *testing.B) {
 	b.ReportMetric(ms(median(workspace)), "workspace-ms")
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
+func ms(d time.Duration) float64 {
+	return float64(d) / float64(time.Millisecond)
 }
 
 // countingProxy starts the counting proxy in front of bucket's endpoint and
