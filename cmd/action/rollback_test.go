@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kusionpr/kusionpr/backend"
 	"github.com/kusionpr/kusionpr/internal/testenv"
 	"github.com/kusionpr/kusionpr/model"
 )
@@ -164,6 +166,24 @@ func TestRollback(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &h); err != nil || len(h.Releases) != 2 || h.Releases[1].RollbackTo != 3 || h.More != 5 {
 		t.Errorf("releases -o json --limit 2: %+v, %v\n%s", h, err, out)
+	}
+	// --running on a folder: the stack's releases read newest first, the
+	// ended ones left out.
+	if out, _, code := list.run("releases", "--stack", stack, "--running"); code != 0 || strings.TrimSpace(out) != project+"/default has no running releases." {
+		t.Errorf("releases --running with every release ended: exit %d, %q", code, out)
+	}
+	store, err := backend.Open(context.Background(), c.backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	held := &model.Release{Project: project, Workspace: "default", Stack: "dev", Phase: model.PhaseApplying, Origin: &model.Origin{User: "runner", Command: "apply"}}
+	if _, err := store.Begin(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = list.run("releases", "--stack", stack, "--running")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[1], "8 ") || !strings.Contains(lines[1], "applying") {
+		t.Errorf("releases --running with release 8 applying: exit %d\n%s", code, out)
 	}
 	for _, s := range []string{pw1, pw2} {
 		if strings.Contains(c.printed.String(), s) {
