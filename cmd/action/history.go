@@ -78,8 +78,12 @@ func releasesCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if !ok {
 		return code
 	}
+	what := "releases"
+	if s.ReleasesRunning {
+		what = "running releases"
+	}
 	if s.ReleasesAllProjects {
-		return releasesAcross(ctx, s, stdout, stderr)
+		return releasesAcross(ctx, s, what, stdout, stderr)
 	}
 	runner := s.runner(nil)
 	req, err := s.request("")
@@ -91,24 +95,13 @@ func releasesCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	if s.ReleasesOutput == "json" {
-		return writeHistoryJSON(stdout, stderr, h.Project, h.Workspace, h.Releases, h.More, false)
-	}
-	fmt.Fprintf(stderr, "Release store: %s\n", h.Store)
-	if len(h.Releases) == 0 {
-		fmt.Fprintf(stdout, "%s/%s has no %s.\n", h.Project, h.Workspace, noneWord(s.ReleasesRunning))
-		return 0
-	}
-	writeHistoryTable(stdout, h.Releases, false)
-	if h.More > 0 {
-		fmt.Fprintf(stdout, "... and %d older (--limit 0 lists all)\n", h.More)
-	}
-	return 0
+	return listing{project: h.Project, workspace: h.Workspace, store: h.Store, rels: h.Releases, more: h.More,
+		none: fmt.Sprintf("%s/%s has no %s.", h.Project, h.Workspace, what)}.write(stdout, stderr, s.ReleasesOutput)
 }
 
 // releasesAcross lists the releases of every project in the store, of
 // --workspace's alone if it is given.
-func releasesAcross(ctx context.Context, s cliSettings, stdout, stderr io.Writer) int {
+func releasesAcross(ctx context.Context, s cliSettings, what string, stdout, stderr io.Writer) int {
 	rels, more, where, err := s.runner(nil).Across(ctx, backend.ReleaseQuery{Workspace: s.Workspace, Running: s.ReleasesRunning, Limit: s.ReleasesLimit})
 	if errors.Is(err, backend.ErrNoQueries) {
 		fmt.Fprintf(stderr, "error: %s: %v; without %s, releases lists one stack's\n", where, err, settings.Must("releases-all-projects").FlagName())
@@ -118,48 +111,56 @@ func releasesAcross(ctx context.Context, s cliSettings, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	if s.ReleasesOutput == "json" {
-		return writeHistoryJSON(stdout, stderr, "", s.Workspace, rels, more, true)
+	in := "the store"
+	if s.Workspace != "" {
+		in = "workspace " + s.Workspace
 	}
-	fmt.Fprintf(stderr, "Release store: %s\n", where)
-	if len(rels) == 0 {
-		in := "the store"
-		if s.Workspace != "" {
-			in = "workspace " + s.Workspace
-		}
-		fmt.Fprintf(stdout, "No project in %s has a %s.\n", in, strings.TrimSuffix(noneWord(s.ReleasesRunning), "s"))
+	return listing{workspace: s.Workspace, across: true, store: where, rels: rels, more: more,
+		none: fmt.Sprintf("No project in %s has a %s.", in, strings.TrimSuffix(what, "s"))}.write(stdout, stderr, s.ReleasesOutput)
+}
+
+// listing is what releases prints: the releases, newest first, how many
+// more the limit left out, and where they came from.
+type listing struct {
+	// project and workspace are the stack's; across projects, project is
+	// "" and workspace the one asked for, if any, and each release names
+	// its own.
+	project, workspace string
+	across             bool
+	store              string
+	rels               []*model.Release
+	more               int
+	// none is the line said when there is no release.
+	none string
+}
+
+// write writes the listing as a table or, with format json, as JSON.
+func (l listing) write(stdout, stderr io.Writer, format string) int {
+	if format == "json" {
+		return l.writeJSON(stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "Release store: %s\n", l.store)
+	if len(l.rels) == 0 {
+		fmt.Fprintln(stdout, l.none)
 		return 0
 	}
-	writeHistoryTable(stdout, rels, true)
-	if more > 0 {
-		fmt.Fprintf(stdout, "... and %d older (--limit 0 lists all)\n", more)
-	}
-	return 0
-}
-
-func noneWord(running bool) string {
-	if running {
-		return "running releases"
-	}
-	return "releases"
-}
-
-// writeHistoryTable writes a row per release, naming its project and
-// workspace when they differ from row to row.
-func writeHistoryTable(w io.Writer, rels []*model.Release, across bool) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if across {
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if l.across {
 		fmt.Fprint(tw, "PROJECT\tWORKSPACE\t")
 	}
 	fmt.Fprintln(tw, "REVISION\tPHASE\tWHEN\tWHO\tFROM")
-	for _, r := range rels {
+	for _, r := range l.rels {
 		e := entryOf(r)
-		if across {
+		if l.across {
 			fmt.Fprintf(tw, "%s\t%s\t", r.Project, r.Workspace)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Revision, e.Phase, e.Created.Format("2006-01-02 15:04:05Z"), cmp.Or(e.Who, "-"), cmp.Or(e.From, "-"))
 	}
 	tw.Flush()
+	if l.more > 0 {
+		fmt.Fprintf(stdout, "... and %d older (--limit 0 lists all)\n", l.more)
+	}
+	return 0
 }
 
 // historyEntry is one release as releases lists it (and -o json writes it).
@@ -207,18 +208,18 @@ func entryOf(r *model.Release) historyEntry {
 	return e
 }
 
-// writeHistoryJSON writes the list as JSON: the project and workspace
-// once, or, across projects, in each entry.
-func writeHistoryJSON(stdout, stderr io.Writer, project, workspace string, rels []*model.Release, more int, across bool) int {
+// writeJSON writes the listing as JSON: the project and workspace once,
+// or, across projects, in each entry.
+func (l listing) writeJSON(stdout, stderr io.Writer) int {
 	out := struct {
 		Project   string         `json:"project,omitempty"`
 		Workspace string         `json:"workspace,omitempty"`
 		Releases  []historyEntry `json:"releases"`
 		More      int            `json:"more,omitempty"`
-	}{Project: project, Workspace: workspace, Releases: []historyEntry{}, More: more}
-	for _, r := range rels {
+	}{Project: l.project, Workspace: l.workspace, Releases: []historyEntry{}, More: l.more}
+	for _, r := range l.rels {
 		e := entryOf(r)
-		if across {
+		if l.across {
 			e.Project, e.Workspace = r.Project, r.Workspace
 		}
 		out.Releases = append(out.Releases, e)
