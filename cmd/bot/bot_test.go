@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -288,12 +290,7 @@ func TestMergeApplies(t *testing.T) {
 		t.Errorf("%d tokens for Hello-World alone were made, want 1 (shared by the run's requests)", scoped)
 	}
 
-	resp, err := http.Get(w.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b := w.metrics()
 	for _, want := range []string{
 		`kusionpr_webhooks_total{event="pull_request",outcome="accepted"} 1`,
 		`kusionpr_runs_total{command="apply",result="success",stack="apps/web/dev"} 1`,
@@ -307,7 +304,7 @@ func TestMergeApplies(t *testing.T) {
 		`kusionpr_executor_start_seconds_count{executor="in-process"} 1`,
 		`kusionpr_executor_run_seconds_count{executor="in-process"} 1`,
 	} {
-		if !strings.Contains(string(b), want) {
+		if !strings.Contains(b, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
@@ -443,6 +440,32 @@ func (w *world) store() *backend.Store {
 	}
 	w.t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// metrics scrapes the first bot's /metrics.
+func (w *world) metrics() string {
+	w.t.Helper()
+	resp, err := http.Get(w.url + "/metrics")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// gauge is the value of series (its name and labels as /metrics writes
+// them) in text, and whether text has it.
+func gauge(text, series string) (float64, bool) {
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(text)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	return v, err == nil
 }
 
 // pendingDeployment is a Deployment that can be placed only on a node

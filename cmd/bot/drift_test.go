@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
@@ -199,21 +197,13 @@ func TestDriftSchedule(t *testing.T) {
 		}
 	}
 	t.Logf("%d scans: %v by bot", len(spans), by)
-	resp, err := http.Get(w.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var metrics bytes.Buffer
-	if _, err := metrics.ReadFrom(resp.Body); err != nil {
-		t.Fatal(err)
-	}
+	metrics := w.metrics()
 	want := []string{`kusionpr_runs_total{command="revert drift",result="success",stack="apps/web/dev"} 1`}
 	if by[0] > 0 {
 		want = append(want, `kusionpr_drift_resources{repository="Codertocat/Hello-World",stack="apps/web/dev"}`, `kusionpr_drift_scans_total{result="success"}`)
 	}
 	for _, m := range want {
-		if !strings.Contains(metrics.String(), m) {
+		if !strings.Contains(metrics, m) {
 			t.Errorf("/metrics lacks %s", m)
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -170,19 +169,14 @@ func TestMergeAppliesThroughAJob(t *testing.T) {
 	if !strings.Contains(w.logs(), "Job created") {
 		t.Errorf("the bot's log does not say it made the Job:\n%s", w.logs())
 	}
-	resp, err := http.Get(w.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b := w.metrics()
 	for _, want := range []string{
 		`kusionpr_executor_dispatched_total{executor="kubernetes"} 1`,
 		`kusionpr_executor_results_total{executor="kubernetes",result="succeeded"} 1`,
 		`kusionpr_executor_running{executor="kubernetes"} 0`,
 		`kusionpr_executor_start_seconds_count{executor="kubernetes"} 1`,
 	} {
-		if !strings.Contains(string(b), want) {
+		if !strings.Contains(b, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}

@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -19,25 +15,7 @@ import (
 // ends, none.
 func TestRunningReleaseMetrics(t *testing.T) {
 	w := newWorld(t, withBackend(testenv.Postgres(t).NewBucket(t)))
-	scrape := func() string {
-		t.Helper()
-		resp, err := http.Get(w.url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
-	gauge := func(text, series string) (float64, bool) {
-		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(text)
-		if m == nil {
-			return 0, false
-		}
-		v, _ := strconv.ParseFloat(m[1], 64)
-		return v, true
-	}
-	if v, ok := gauge(scrape(), "kusionpr_releases_running"); !ok || v != 0 {
+	if v, ok := gauge(w.metrics(), "kusionpr_releases_running"); !ok || v != 0 {
 		t.Fatalf("kusionpr_releases_running before any release: %v (%v)", v, ok)
 	}
 
@@ -50,7 +28,7 @@ func TestRunningReleaseMetrics(t *testing.T) {
 	if _, err := s.Begin(context.Background(), held); err != nil {
 		t.Fatal(err)
 	}
-	text := scrape()
+	text := w.metrics()
 	labels := `{project="web",stack="dev",workspace="default"}`
 	if v, ok := gauge(text, "kusionpr_releases_running"); !ok || v != 1 {
 		t.Errorf("kusionpr_releases_running with one held: %v (%v)\n%s", v, ok, text)
@@ -66,7 +44,7 @@ func TestRunningReleaseMetrics(t *testing.T) {
 	if _, err := s.Unlock(context.Background(), "web", "default", "operator", "test"); err != nil {
 		t.Fatal(err)
 	}
-	text = scrape()
+	text = w.metrics()
 	if v, ok := gauge(text, "kusionpr_releases_running"); !ok || v != 0 {
 		t.Errorf("kusionpr_releases_running once ended: %v (%v)", v, ok)
 	}
