@@ -27,7 +27,7 @@ import (
 // The operator's kubeconfigs get the managed clusters' exec plugins (aws
 // eks get-token, gke-gcloud-auth-plugin, kubelogin) computed in process
 // (kubernetes.Config.CloudTokens): the image has none of those commands.
-// A spec's gets it only where SpecAllow has exec.
+// A spec's gets it only where SpecAllow has cloud-identity.
 type Clusters struct {
 	// Kubeconfigs maps a workspace to the kubeconfig file its stacks use,
 	// whatever their spec's context says.

@@ -62,6 +62,12 @@ func TestSpecKubeconfigCloudPlugin(t *testing.T) {
 		"authority-host": "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: kubelogin, args: [get-token, --login, spn, --authority-host, 'https://evil.example/'], interactiveMode: Never}}",
 		"env":            "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: gke-gcloud-auth-plugin, interactiveMode: Never, env: [{name: GOOGLE_APPLICATION_CREDENTIALS, value: creds.json}]}}",
 		"file":           "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: kubelogin, args: [get-token, --login, workloadidentity, --federated-token-file, /var/run/secrets/token], interactiveMode: Never}}",
+		"certificate":    "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: kubelogin, args: [get-token, --login, spn, --client-id, c, --client-certificate, /etc/runner/spn.pem], interactiveMode: Never}}",
+		// A token for Azure Resource Manager, not for a cluster.
+		"server-id": "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: kubelogin, args: [get-token, --login, workloadidentity, --server-id, 'https://management.azure.com'], interactiveMode: Never}}",
+		// Another role or profile than the runner's own identity.
+		"role-arn": "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws, args: [eks, get-token, --cluster-name, prod, --role-arn, 'arn:aws:iam::111122223333:role/admin'], interactiveMode: Never}}",
+		"profile":  "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws, args: [--profile, admin, eks, get-token, --cluster-name, prod], interactiveMode: Never}}",
 	} {
 		ctx := map[string]any{ContextKubeconfigContent: kubeconfig("{server: 'https://example.test:6443'}", user)}
 		_, _, err := FromSpecContext(SpecContext{Context: ctx, StackDir: t.TempDir(), Allow: Allowance{CloudIdentity: true, Exec: true, Files: true}})

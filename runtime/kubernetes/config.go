@@ -94,8 +94,9 @@ type Config struct {
 	// kubelogin's modes that run az or need a person, are left to
 	// client-go as before. The operator's kubeconfigs set it (connect). A
 	// spec's kubeconfig names the server the runner's cloud token is sent
-	// to, so FromSpecContext sets it only where the operator allows exec,
-	// which hands the spec's author that identity already.
+	// to, so FromSpecContext sets it only where the operator allows
+	// cloud-identity, and refuses an entry that steers it further
+	// (cloudtoken.Plugin.Steers).
 	CloudTokens bool
 }
 

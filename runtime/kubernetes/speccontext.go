@@ -175,29 +175,6 @@ func FromSpecContext(sc SpecContext) (c Config, ok bool, err error) {
 	return Config{Loaded: raw, KubeconfigName: "the spec's context " + field, ForceConflicts: true, CloudTokens: sc.Allow.CloudIdentity}, true, nil
 }
 
-// steersCredentials names what of a cloud plugin's entry would choose
-// where the runner's credentials go or which of its files are read: the
-// entry's env (GOOGLE_APPLICATION_CREDENTIALS naming a credential file
-// whose token URL and source the spec wrote, AZURE_AUTHORITY_HOST...),
-// kubelogin's --authority-host (the runner's client secret or GitHub
-// OIDC token posted there) and its file flags. "" when none.
-func steersCredentials(p cloudtoken.Plugin) string {
-	var what []string
-	if len(p.Env) > 0 {
-		what = append(what, "env")
-	}
-	if p.AKS.AuthorityHost != "" {
-		what = append(what, "--authority-host")
-	}
-	if p.AKS.FederatedTokenFile != "" {
-		what = append(what, "--federated-token-file")
-	}
-	if p.AKS.ClientCertificate != "" {
-		what = append(what, "--client-certificate")
-	}
-	return strings.Join(what, ", ")
-}
-
 // readPath reads the kubeconfig file KUBECONFIG_PATH names: in the checkout
 // (links followed) unless Allow.Files.
 func (sc SpecContext) readPath(path string) (origin string, raw *clientcmdapi.Config, err error) {
@@ -257,10 +234,10 @@ func (sc SpecContext) check(field string, raw *clientcmdapi.Config) error {
 			// runner's cloud identity: its own allowance, whatever exec's.
 			if !sc.Allow.CloudIdentity {
 				refuse(fmt.Sprintf("the %s credential plugin (%s: its token, made from the runner's cloud identity, would be sent to the spec's server)", p.Cloud, u.Exec.Command), AllowCloud)
-			} else if what := steersCredentials(p); what != "" {
-				// cloud-identity lends a token for the spec's server, not
-				// the runner's credentials or files to where the spec says.
-				errs = append(errs, fmt.Errorf("spec context %s: user %s: the %s credential plugin sets %s: in a spec it takes the runner's environment as it is, so that the runner's credentials go only to the cloud and no file of the runner is read", field, quoteName(name), p.Cloud, what))
+			} else if what := p.Steers(); what != "" {
+				// cloud-identity lends a token of the runner's own
+				// identity for the spec's cluster, nothing more.
+				errs = append(errs, fmt.Errorf("spec context %s: user %s: the %s credential plugin sets %s: in a spec it takes the runner's environment as it is, so that only the runner's own identity makes a token, for a cluster, the runner's credentials go only to the cloud and no file of the runner is read", field, quoteName(name), p.Cloud, what))
 			}
 		} else if u.Exec != nil && !sc.Allow.Exec {
 			refuse("exec (a credential plugin: it would run a command on the runner)", AllowExec)

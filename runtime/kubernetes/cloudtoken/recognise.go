@@ -286,3 +286,32 @@ func hasSequence(words []string, seq ...string) bool {
 	}
 	return false
 }
+
+// Steers names what of p chooses more than the cluster its token is for:
+// whose credentials make it, which resource it is for, where they are
+// sent or which of the runner's files are read. A spec's kubeconfig may
+// borrow the runner's own identity for a token of its cluster (the
+// cluster's name and region; AKS's server and, as any kubeconfig from az
+// carries them, the login, tenant and client) and nothing else: not the
+// entry's env, another role or profile (EKS's --role-arn, --profile), a
+// token for another Entra resource than AKS (--server-id: one for Azure
+// Resource Manager or Key Vault would reach far past a cluster), another
+// authority (--authority-host) or a file (--federated-token-file,
+// --client-certificate). A secret the entry itself carries is its own.
+// "" when p chooses none of those.
+func (p Plugin) Steers() string {
+	var what []string
+	add := func(set bool, name string) {
+		if set {
+			what = append(what, name)
+		}
+	}
+	add(len(p.Env) > 0, "env")
+	add(p.EKS.RoleARN != "", "--role-arn")
+	add(p.EKS.Profile != "", "--profile")
+	add(p.AKS.ServerID != "" && p.AKS.ServerID != DefaultAKSServerID, "--server-id")
+	add(p.AKS.AuthorityHost != "", "--authority-host")
+	add(p.AKS.FederatedTokenFile != "", "--federated-token-file")
+	add(p.AKS.ClientCertificate != "", "--client-certificate")
+	return strings.Join(what, ", ")
+}
