@@ -82,6 +82,9 @@ func (e *Engine) Destroy(ctx context.Context, st Stack, opts ApplyOptions) (*Res
 
 func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts ApplyOptions) (*Result, error) {
 	if opts.DryRun {
+		if stoppedBefore(ctx) {
+			return nil, fmt.Errorf("preview %s: %w", st.Stack, ErrStopped)
+		}
 		p, err := e.Preview(ctx, st)
 		if err != nil {
 			return nil, err
@@ -129,6 +132,9 @@ func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts 
 		early = p
 	}
 
+	// From here a stop halts the operation (what is in flight finishes)
+	// rather than cancelling its context.
+	defer heed(ctx)()
 	if stoppedBefore(ctx) {
 		// Told to stop while it planned: nothing is taken or written.
 		return &Result{Preview: early}, fmt.Errorf("%s %s: %w", op.verb, st.Stack, ErrStopped)
@@ -149,7 +155,9 @@ func (e *Engine) operate(ctx context.Context, st Stack, phase model.Phase, opts 
 	}
 	op.applyAll(ctx)
 	op.deleteAll(ctx)
-	if c := op.cancelled(); c != nil && ctx.Err() == nil {
+	if c := op.cancelled(); c != nil && ctx.Err() == nil && len(op.res.Failed) > 0 {
+		// A cancel that came once everything was done stopped nothing:
+		// the release ends as the apply did.
 		return op.finish(ctx, op.cancelledError(c))
 	}
 	if err := ctx.Err(); err != nil {

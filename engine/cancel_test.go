@@ -90,3 +90,61 @@ func TestCancelStopsAtTheNextBeat(t *testing.T) {
 		t.Errorf("after the next apply %d objects, want 60", len(rt.objects))
 	}
 }
+
+// stoppingRuntime is fakeRuntime whose last apply of a stack of n closes
+// stop, as a process told to stop once its apply is all but done.
+type stoppingRuntime struct {
+	*fakeRuntime
+	n       int32
+	stop    chan struct{}
+	applies atomic.Int32
+}
+
+func (s *stoppingRuntime) Apply(ctx context.Context, prior *model.Resource, r model.Resource, dryRun bool) (*model.Resource, error) {
+	out, err := s.fakeRuntime.Apply(ctx, prior, r, dryRun)
+	if !dryRun && s.applies.Add(1) == s.n {
+		close(s.stop)
+		time.Sleep(100 * time.Millisecond) // the operation sees the stop before it ends
+	}
+	return out, err
+}
+
+// TestStopAfterEverythingSucceeds: a stop that comes while the last
+// resource is applied stops nothing, so the release ends succeeded, not
+// cancelled with nothing left undone.
+func TestStopAfterEverythingSucceeds(t *testing.T) {
+	e, rt, store := setup(t)
+	srt := &stoppingRuntime{fakeRuntime: rt, n: 3, stop: make(chan struct{})}
+	e.Runtimes[model.Terraform] = engine.Built(srt)
+	ctx := engine.WithStop(context.Background(), srt.stop, func() *model.Cancel { return &model.Cancel{By: "SIGTERM"} })
+	if _, err := e.Apply(ctx, stack(res("a", map[string]any{"v": 1}), res("b", map[string]any{"v": 2}, id("a")), res("c", map[string]any{"v": 3}, id("b"))), engine.ApplyOptions{}); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	rel, err := store.Latest(context.Background(), "p", "w")
+	if err != nil || rel.Phase != model.PhaseSucceeded || len(rel.State.Resources) != 3 {
+		t.Fatalf("release %+v (%v), want succeeded with the three", rel, err)
+	}
+}
+
+// TestStopCancelsWhatDoesNotHeedIt: with no apply under way, a stop
+// cancels the context at once (a preview stops), and a preview or apply
+// begun after it does not begin.
+func TestStopCancelsWhatDoesNotHeedIt(t *testing.T) {
+	stop := make(chan struct{})
+	ctx := engine.WithStop(context.Background(), stop, func() *model.Cancel { return &model.Cancel{By: "SIGINT"} })
+	close(stop)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the context outlived a stop no operation heeded")
+	}
+	e, _, store := setup(t)
+	for _, dry := range []bool{true, false} {
+		if _, err := e.Apply(ctx, stack(res("a", map[string]any{"v": 1})), engine.ApplyOptions{DryRun: dry}); !errors.Is(err, engine.ErrStopped) {
+			t.Errorf("apply (dry run %v) after the stop: %v, want ErrStopped", dry, err)
+		}
+	}
+	if revs, _ := store.Revisions(context.Background(), "p", "w"); len(revs) != 0 {
+		t.Errorf("releases %v after the stop, want none", revs)
+	}
+}

@@ -66,8 +66,8 @@ func main() {
 
 // stopOnSignals is ctx told to stop at the first SIGTERM or interrupt
 // (engine.WithStop: a running apply finishes what is in flight, starts
-// nothing more and ends its release saying so), and cancelled at the
-// second. A deleted Job's pod, a cancelled workflow run and Ctrl-C send
+// nothing more and ends its release saying so; without one the context is
+// cancelled), and cancelled at the second. A deleted Job's pod, a cancelled workflow run and Ctrl-C send
 // the first; the release then records what was applied, where a killed
 // context would interrupt the objects in flight.
 func stopOnSignals(parent context.Context) (context.Context, func()) {
