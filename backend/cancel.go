@@ -70,7 +70,10 @@ func (s *Store) RequestCancelIf(ctx context.Context, project, workspace, who, wh
 	err = s.obj.write(ctx, key, data, true)
 	if errors.Is(err, errObjectExists) {
 		earlier, rerr := s.CancelRequest(ctx, project, workspace, latest.Revision)
-		if rerr != nil || earlier == nil {
+		if rerr == nil && earlier == nil {
+			rerr = fmt.Errorf("%s exists but could not be read back", key)
+		}
+		if rerr != nil {
 			return nil, nil, fmt.Errorf("cancel %s/%s: read the earlier request: %w", project, workspace, rerr)
 		}
 		return latest, earlier, nil
