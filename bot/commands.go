@@ -164,10 +164,7 @@ func (b *Bot) handle(ctx context.Context, j job) {
 		}
 	}
 	handle, ok := b.handlers()[j.command.Verb]
-	switch {
-	case !j.driftIssue:
-	case j.command.Verb == chatops.Preview || j.command.Verb == chatops.Unlock:
-		// An issue has no head to preview or unlock from.
+	if j.driftIssue && !onDriftIssues(j.command.Verb) {
 		c.refuse(ctx, "on a drift issue, `/kusion apply` applies the stack's latest release again, and `/kusion rollback` and `/kusion cancel` work as on a pull request; the other commands are for pull requests")
 		return
 	}
@@ -353,6 +350,17 @@ func (b *Bot) request(c *command) workflow.Request {
 		req.Offline = workflow.DecideFork(&c.pr.PullRequest, j.afterMerge, false).Offline
 	}
 	return req
+}
+
+// onDriftIssues says whether verb works on a drift issue: those that act
+// on what is released. An issue has no head to preview or unlock from,
+// and a command added later is refused there until it is listed.
+func onDriftIssues(verb chatops.Verb) bool {
+	switch verb {
+	case chatops.Help, chatops.Apply, chatops.Rollback, chatops.Cancel:
+		return true
+	}
+	return false
 }
 
 // withExecutors has the change's stacks run by the bot's executors, as
