@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -137,12 +136,12 @@ func madeBy(r *model.Release) string {
 	if o.SHA != "" {
 		// As every value of a release: the store's, which the workflows
 		// of the github-actions executor write too.
-		parts = append(parts, mdsafe.Code(o.SHA[:min(len(o.SHA), 12)]))
+		parts = append(parts, mdsafe.Code(o.ShortSHA()))
 	}
 	if len(parts) == 0 && o.Command != "" {
 		parts = append(parts, mdsafe.Code(o.Command))
 	}
-	if who := cmp.Or(o.Actor, o.User); who != "" {
+	if who := o.Who(); who != "" {
 		parts = append(parts, "by "+mdsafe.Code(who))
 	}
 	if len(parts) == 0 {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -83,6 +84,24 @@ type Origin struct {
 	// that named no repository (written by the Kusion CLI, or by a run
 	// outside GitHub before any repository ran on them).
 	Adopted bool `json:"adopted,omitempty" yaml:"adopted,omitempty"`
+}
+
+// Who is who asked for the run: its GitHub user, else the machine's user
+// that ran it; "" for no origin.
+func (o *Origin) Who() string {
+	if o == nil {
+		return ""
+	}
+	return cmp.Or(o.Actor, o.User)
+}
+
+// ShortSHA is the commit abbreviated to 12 characters, as listings and
+// replies show it.
+func (o *Origin) ShortSHA() string {
+	if o == nil {
+		return ""
+	}
+	return o.SHA[:min(len(o.SHA), 12)]
 }
 
 // Repository identifies a GitHub repository. The id stays when the

@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,7 +60,7 @@ func (s *stackRun) recall(ctx context.Context) error {
 	}
 	o.Command, o.RollbackTo = "rollback", n
 	o.Reason = fmt.Sprintf("rollback to %d", n)
-	if who := cmp.Or(o.Actor, o.User); who != "" {
+	if who := o.Who(); who != "" {
 		o.Reason += ", asked by " + who
 	}
 	s.target.Spec, s.target.Origin = spec, &o

@@ -190,7 +190,7 @@ func entryOf(r *model.Release) historyEntry {
 		// Written by the Kusion CLI: no one and nothing recorded.
 		return e
 	}
-	e.Who, e.Command, e.PullRequest, e.SHA, e.RollbackTo = cmp.Or(o.Actor, o.User), o.Command, o.PullRequest, o.SHA, o.RollbackTo
+	e.Who, e.Command, e.PullRequest, e.SHA, e.RollbackTo = o.Who(), o.Command, o.PullRequest, o.SHA, o.RollbackTo
 	var from []string
 	if o.Command != "" {
 		from = append(from, o.Command)
@@ -199,7 +199,7 @@ func entryOf(r *model.Release) historyEntry {
 		from = append(from, fmt.Sprintf("#%d", o.PullRequest))
 	}
 	if o.SHA != "" {
-		from = append(from, "at "+o.SHA[:min(len(o.SHA), 12)])
+		from = append(from, "at "+o.ShortSHA())
 	}
 	if o.Reason != "" {
 		from = append(from, "("+o.Reason+")")
