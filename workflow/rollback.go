@@ -20,9 +20,6 @@ import (
 // writes says which revision it went back to, and who asked.
 func (s *stackRun) recall(ctx context.Context) error {
 	n, st := s.req.RollbackTo, s.out.Stack
-	if s.req.Command != Apply && s.req.Command != Preview {
-		return fmt.Errorf("rollback of %s: only a preview or an apply goes back to a release, not a %s", st.Name, s.req.Command)
-	}
 	// Latest checks that the project is the run's repository's, whose
 	// releases only it may read.
 	if _, err := s.owned.Latest(ctx, s.target.Project, s.target.Workspace); err != nil {
