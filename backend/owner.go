@@ -160,17 +160,20 @@ func (o Owned) BeginIf(ctx context.Context, r *model.Release, cond func(latest *
 
 // Unlock is Store.Unlock, refused on a project another repository owns.
 func (o Owned) Unlock(ctx context.Context, project, workspace, who, why string) (*model.Release, error) {
-	return o.UnlockIf(ctx, project, workspace, who, why, func(latest *model.Release) error {
-		_, err := o.CheckOwner(ctx, o.Run, latest)
-		return err
-	})
+	return o.UnlockIf(ctx, project, workspace, who, why, o.owns(ctx))
 }
 
 // RequestCancel is Store.RequestCancel, refused on a project another
 // repository owns.
 func (o Owned) RequestCancel(ctx context.Context, project, workspace, who, why string) (*model.Release, *model.Cancel, error) {
-	return o.RequestCancelIf(ctx, project, workspace, who, why, func(latest *model.Release) error {
+	return o.RequestCancelIf(ctx, project, workspace, who, why, o.owns(ctx))
+}
+
+// owns is the condition that the run's repository owns the project whose
+// latest release is latest.
+func (o Owned) owns(ctx context.Context) func(latest *model.Release) error {
+	return func(latest *model.Release) error {
 		_, err := o.CheckOwner(ctx, o.Run, latest)
 		return err
-	})
+	}
 }
