@@ -142,10 +142,11 @@ func newAKSSource(ctx context.Context, p Plugin, opts Options) (*aksSource, erro
 		// chain without its members that run az, azd or pwsh.
 		clientID = cmp.Or(clientID, env("AZURE_CLIENT_ID"))
 		cred, err = defaultChain(co, clientID, tenantID, env("AZURE_FEDERATED_TOKEN_FILE"), githubOIDCFrom(env, opts.HTTPClient), noDiscovery)
-	case "azurecli", "azd", "azurepowershell", "devicecode", "interactive", "ropc":
-		// Recognise refuses these already; a Plugin built by hand may not.
-		return nil, fail(clientID, "choosing a credential", fmt.Errorf("login %s: %w", login, ErrNotInProcess))
 	default:
+		if _, runs := kubeloginNotInProcess[login]; runs {
+			// Recognise refuses these already; a Plugin built by hand may not.
+			return nil, fail(clientID, "choosing a credential", fmt.Errorf("login %s: %w", login, ErrNotInProcess))
+		}
 		return nil, fail(clientID, "choosing a credential", fmt.Errorf("unknown login %q", login))
 	}
 	if err != nil {

@@ -93,7 +93,8 @@ func newEKSSource(ctx context.Context, p Plugin, opts Options) (*eksSource, erro
 			o.RoleSessionName = eksSessionName
 		}), func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = eksRoleRenewal })
 	}
-	chainOnly := p.EKS.RoleARN == "" && p.EKS.Profile == "" && p.Env["AWS_ACCESS_KEY_ID"] == ""
+	// getenv looks in the entry's env first.
+	chainOnly := p.EKS.RoleARN == "" && p.EKS.Profile == ""
 	for _, n := range []string{"AWS_ACCESS_KEY_ID", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_PROFILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
 		chainOnly = chainOnly && p.getenv(opts, n) == ""
 	}
@@ -128,18 +129,10 @@ func eksIdentity(p Plugin) string {
 		return fmt.Sprintf("cluster %s, role %s", p.EKS.ClusterName, p.EKS.RoleARN)
 	case p.Env["AWS_ACCESS_KEY_ID"] != "":
 		return fmt.Sprintf("cluster %s, the access keys in the exec entry's env", p.EKS.ClusterName)
-	}
-	return eksChainIdentity(p.EKS)
-}
-
-func eksChainIdentity(p EKSParams) string {
-	switch {
-	case p.RoleARN != "":
-		return fmt.Sprintf("cluster %s, role %s", p.ClusterName, p.RoleARN)
-	case p.Profile != "":
-		return fmt.Sprintf("cluster %s, AWS profile %s", p.ClusterName, p.Profile)
+	case p.EKS.Profile != "":
+		return fmt.Sprintf("cluster %s, AWS profile %s", p.EKS.ClusterName, p.EKS.Profile)
 	default:
-		return fmt.Sprintf("cluster %s, the default AWS credential chain", p.ClusterName)
+		return fmt.Sprintf("cluster %s, the default AWS credential chain", p.EKS.ClusterName)
 	}
 }
 
