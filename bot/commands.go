@@ -235,13 +235,26 @@ func (b *Bot) unlock(ctx context.Context, c *command) {
 		rel, err = b.work.Unlock(ctx, req, c.j.actor, fmt.Sprintf("/kusion unlock on #%d", c.j.number))
 	}
 	if err != nil {
-		// Paths are the repository's, not the bot's checkout folder's.
-		c.refuseErr(ctx, "the unlock failed", errors.New(strings.ReplaceAll(err.Error(), c.dir+string(filepath.Separator), "")))
+		c.refuseErr(ctx, "the unlock failed", c.inRepository(err))
 		return
 	}
 	c.react(ctx, "+1")
 	c.reply(ctx, fmt.Sprintf("Release %d of %s is now %s: %s", rel.Revision, mdsafe.Code(stack),
 		mdsafe.Plain(string(rel.Phase)), mdsafe.Code(rel.Message)))
+}
+
+// inRepository is err with the bot's checkout folder taken out of its
+// paths: they are the repository's, not the bot's.
+func (c *command) inRepository(err error) error {
+	return errors.New(strings.ReplaceAll(err.Error(), c.dir+string(filepath.Separator), ""))
+}
+
+// failed answers that the run of what failed, its error (sensitive values
+// masked, paths the repository's) fenced.
+func (c *command) failed(ctx context.Context, what string, err error) {
+	c.react(ctx, "confused")
+	c.reply(ctx, fmt.Sprintf("@%s the %s failed:\n\n%s", c.j.actor, what,
+		mdsafe.Fence("text", model.MaskFingerprints(c.inRepository(err).Error()))))
 }
 
 // canWrite is the authorisation of a command that changes something: the

@@ -263,9 +263,7 @@ func (b *Bot) revertDrift(ctx context.Context, c *command) {
 	b.m.durations.WithLabelValues("revert drift").Observe(time.Since(start).Seconds())
 	if run.Err != nil {
 		b.m.runs.WithLabelValues(stack, "revert drift", "failure").Inc()
-		c.react(ctx, "confused")
-		c.reply(ctx, fmt.Sprintf("@%s the revert of %s failed:\n\n%s", c.j.actor, mdsafe.Code(stack),
-			mdsafe.Fence("text", model.MaskFingerprints(strings.ReplaceAll(run.Err.Error(), dir+string(filepath.Separator), "")))))
+		c.failed(ctx, "revert of "+mdsafe.Code(stack), run.Err)
 		return
 	}
 	b.m.runs.WithLabelValues(stack, "revert drift", "success").Inc()

@@ -69,9 +69,7 @@ func (b *Bot) rollback(ctx context.Context, c *command) {
 	so := out.Stacks[0]
 	b.m.runs.WithLabelValues(stack, "rollback", map[bool]string{true: "failure", false: "success"}[so.Err != nil]).Inc()
 	if so.Err != nil {
-		c.react(ctx, "confused")
-		c.reply(ctx, fmt.Sprintf("@%s the rollback of %s to release %d failed:\n\n%s", c.j.actor, mdsafe.Code(stack), n,
-			mdsafe.Fence("text", model.MaskFingerprints(strings.ReplaceAll(so.Err.Error(), c.dir+string(filepath.Separator), "")))))
+		c.failed(ctx, fmt.Sprintf("rollback of %s to release %d", mdsafe.Code(stack), n), so.Err)
 		return
 	}
 	c.react(ctx, "rocket")
@@ -177,7 +175,7 @@ func (b *Bot) cancelRun(ctx context.Context, c *command) {
 		return
 	}
 	if err != nil {
-		c.refuseErr(ctx, "the cancel failed", errors.New(strings.ReplaceAll(err.Error(), c.dir+string(filepath.Separator), "")))
+		c.refuseErr(ctx, "the cancel failed", c.inRepository(err))
 		return
 	}
 	c.react(ctx, "+1")
