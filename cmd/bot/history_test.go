@@ -100,6 +100,22 @@ deny contains {"msg": "settings may not say two", "rule": "no-two"} if {
 	if n := len(w.releases(w.store())); n != 3 {
 		t.Errorf("%d releases after the refused rollback, want 3 (nothing written)", n)
 	}
+
+	// A writer's pull request whose head drops the rule: the rollback
+	// reads the default branch's policies, not the head's, and is refused
+	// again.
+	os.RemoveAll(filepath.Join(w.tree, "policy"))
+	w.pullRequest(33, "a400000000000000000000000000000000000000")
+	githubfake.Deliver(t, w.url+"/webhook", secret, "issue_comment", w.prComment(33, "alice", "/kusion rollback apps/web/dev 2"))
+	if body := reply(33, "the rollback of `apps/web/dev` to release 2 failed"); !strings.Contains(body, "no-two") {
+		t.Errorf("a rollback from a pull request whose head drops the rule:\n%s", body)
+	}
+	if got := kubectlGet(t, w.ns); got != "bot" {
+		t.Errorf("after the rollback from the loosened head the ConfigMap says %q, want bot", got)
+	}
+	if n := len(w.releases(w.store())); n != 3 {
+		t.Errorf("%d releases after the rollback from the loosened head, want 3 (nothing written)", n)
+	}
 }
 
 // TestCancelCommand: /kusion cancel by a writer stops a merge's apply
